@@ -1,0 +1,177 @@
+"""Books of lore entries: the data every context profile reads its own way."""
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from lore_platform.cast.models import Lineage
+from lore_platform.tenancy.models import Tenant
+from lore_platform.tenancy.scoping import TenantScopedManager
+
+
+class Profile(models.TextChoices):
+    """The context profile a book is written for; it decides the book's limits."""
+
+    CLASSIC = "classic", "Classic keyword lorebook"
+    SERVER = "server", "Server lorebook"
+    SMART = "smart", "World book"
+    SILLYTAVERN = "sillytavern", "SillyTavern World Info"
+
+
+class Visibility(models.TextChoices):
+    PRIVATE = "private", "Private"
+    UNLISTED = "unlisted", "Unlisted"
+    PUBLIC = "public", "Public"
+
+
+class Scope(models.TextChoices):
+    """Server profile scopes (S-2): who owns the lore, not where it may appear."""
+
+    PERSONAL = "personal", "Owned by a user"
+    SERVER = "server", "Server-wide collection"
+    PERSONA = "persona", "Persona lineage book"
+
+
+class Book(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="books")
+    # Null owner = the tenant owns it (server-wide collections, S-1).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="books"
+    )
+    profile = models.CharField(max_length=16, choices=Profile.choices, default=Profile.CLASSIC)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.PERSONAL)
+    lineage = models.ForeignKey(Lineage, null=True, blank=True, on_delete=models.PROTECT, related_name="books")
+
+    title = models.CharField(max_length=120)
+    description = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    language = models.CharField(max_length=16, blank=True, default="en")
+    visibility = models.CharField(max_length=16, choices=Visibility.choices, default=Visibility.PRIVATE)
+
+    # Collection toggle (S-12): removes every entry from prompts, keeps their own flags.
+    active = models.BooleanField(default=True)
+    # Collection-level channel restriction for server-wide books (S-11); empty = all.
+    channels = models.JSONField(default=list, blank=True)
+
+    # Scan settings (C-2, C-3, C-4); null = the profile's default.
+    scan_depth = models.PositiveSmallIntegerField(null=True, blank=True)
+    token_budget = models.PositiveIntegerField(null=True, blank=True)
+    recursive = models.BooleanField(default=False)
+    case_sensitive = models.BooleanField(default=False)
+    whole_words = models.BooleanField(default=True)
+
+    living_world = models.BooleanField(default=False)
+    # Bumped on every change to the book or its entries; compiled matchers and caches key on it.
+    version = models.PositiveIntegerField(default=1)
+    # Book-level fields from imports that we do not model (lossless export).
+    extra = models.JSONField(default=dict, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[Book] = TenantScopedManager()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "owner"]), models.Index(fields=["visibility"])]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_tenant_owned(self) -> bool:
+        return self.owner_id is None
+
+
+class SecondaryLogic(models.TextChoices):
+    AND_ANY = "and_any", "Any secondary key (OR)"
+    AND_ALL = "and_all", "All secondary keys (AND)"
+    NOT_ANY = "not_any", "No secondary key (NOR)"
+    NOT_ALL = "not_all", "Not all secondary keys (NAND)"
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system", "System"
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+
+
+class Placement(models.TextChoices):
+    BEFORE_PERSONA = "before_persona", "Before persona"
+    AFTER_PERSONA = "after_persona", "After persona"
+
+
+class IndexingState(models.TextChoices):
+    PENDING = "pending", "Indexing for smart retrieval…"
+    INDEXED = "indexed", "Indexed"
+    FAILED = "failed", "Indexing failed"
+
+
+def content_hash(title: str, content: str, keys: list[str]) -> str:
+    """What the embedding depends on; re-index only when it changes."""
+    digest = hashlib.sha256()
+    for part in (title, content, "\x1f".join(keys)):
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+class Entry(models.Model):
+    """One piece of lore. A superset of fields; each profile reads its own."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="entries")
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="entries")
+
+    # Display name / comment in classic: sorts the editor, never sent to the model (C-9).
+    title = models.CharField(max_length=200, blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    # Trigger keys; in smart they are aliases.
+    keys = models.JSONField(default=list, blank=True)
+    secondary_keys = models.JSONField(default=list, blank=True)
+    secondary_logic = models.CharField(max_length=8, choices=SecondaryLogic.choices, default=SecondaryLogic.AND_ANY)
+    selective = models.BooleanField(default=True)
+
+    # Constant in classic/server; canon in smart.
+    constant = models.BooleanField(default=False)
+    enabled = models.BooleanField(default=True)
+    order = models.IntegerField(default=100)
+    priority = models.IntegerField(default=0)
+    probability = models.PositiveSmallIntegerField(null=True, blank=True)  # null = 100 (S-6)
+    scan_depth = models.PositiveSmallIntegerField(null=True, blank=True)
+    case_sensitive = models.BooleanField(null=True, blank=True)
+    whole_words = models.BooleanField(null=True, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.SYSTEM)
+    placement = models.CharField(max_length=16, choices=Placement.choices, default=Placement.AFTER_PERSONA)
+
+    # Persona books: per-entry channel restriction (S-11); empty = all channels.
+    channels = models.JSONField(default=list, blank=True)
+    # Legacy `#channel` names not yet resolved by an admin (S-13).
+    unresolved_channels = models.JSONField(default=list, blank=True)
+
+    # Editor list order (smart "list order", W-1).
+    position = models.IntegerField(default=0)
+    usage_count = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    indexing_state = models.CharField(max_length=16, choices=IndexingState.choices, default=IndexingState.PENDING)
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    # Imported fields we do not model, kept for lossless export.
+    extra = models.JSONField(default=dict, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[Entry] = TenantScopedManager()
+
+    class Meta:
+        indexes = [models.Index(fields=["book", "position"]), models.Index(fields=["tenant", "book"])]
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return self.title or f"entry {self.pk}"
+
+    @property
+    def canon(self) -> bool:
+        return self.constant

@@ -1,0 +1,19 @@
+"""Gunicorn settings for the Loreweave API (read by `gunicorn -c deploy/gunicorn.conf.py`)."""
+import multiprocessing
+import os
+
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+# The context call is CPU-bound Python: one process per core, a few threads each
+# to overlap database round trips.
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count()))
+threads = int(os.environ.get("GUNICORN_THREADS", 4))
+worker_class = "gthread"
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", 60))
+graceful_timeout = 30
+keepalive = 5
+max_requests = 5000
+max_requests_jitter = 500
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+errorlog = "-"
+# Load the app before forking so compiled matchers and models are shared copy-on-write.
+preload_app = True

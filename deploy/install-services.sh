@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install Loreweave as systemd services on a Debian 12 host (run as root from a checkout).
+#   bash deploy/install-services.sh            # /opt/loreweave, user loreweave
+set -euo pipefail
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+DEST=/opt/loreweave
+
+apt-get install -y -qq --no-install-recommends postgresql redis-server python3-venv >/dev/null
+bash "$SRC/deploy/install-pgvector.sh"
+
+id loreweave >/dev/null 2>&1 || useradd --system --home /var/lib/loreweave --shell /usr/sbin/nologin loreweave
+install -d -o loreweave -g loreweave /var/lib/loreweave
+install -d /etc/loreweave
+[ -f /etc/loreweave/loreweave.env ] || install -m 600 "$SRC/deploy/loreweave.env.example" /etc/loreweave/loreweave.env
+
+rsync -a --delete --exclude .venv --exclude var --exclude .git "$SRC/" "$DEST/"
+[ -x "$DEST/.venv/bin/python" ] || python3.11 -m venv "$DEST/.venv"
+"$DEST/.venv/bin/pip" install -q "$DEST"
+
+set -a; . /etc/loreweave/loreweave.env; set +a
+(cd "$DEST" && .venv/bin/python manage.py migrate --noinput && .venv/bin/python manage.py collectstatic --noinput -v0)
+
+install -m 644 "$SRC"/deploy/systemd/*.service /etc/systemd/system/
+systemctl daemon-reload
+systemctl enable --now loreweave-web loreweave-worker loreweave-beat
+echo "Loreweave installed. Edit /etc/loreweave/loreweave.env, then: systemctl restart loreweave-web loreweave-worker"

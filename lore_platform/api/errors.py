@@ -1,0 +1,72 @@
+"""One JSON error shape for every API failure.
+
+    {"error": {"code": "...", "message": "...", "field": "...", "rule": "...", "details": {...}}}
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from lore_platform.errors import DomainError
+
+
+def _first_field(detail: Any, prefix: str = "") -> str | None:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key == "non_field_errors":
+                return prefix or None
+            nested = _first_field(value, name)
+            return nested if nested is not None else name
+    if isinstance(detail, list):
+        for index, value in enumerate(detail):
+            if isinstance(value, (dict, list)):
+                return _first_field(value, f"{prefix}[{index}]" if prefix else str(index))
+    return prefix or None
+
+
+def _first_message(detail: Any) -> str:
+    if isinstance(detail, dict):
+        for value in detail.values():
+            return _first_message(value)
+    if isinstance(detail, list) and detail:
+        return _first_message(detail[0])
+    return str(detail)
+
+
+def error_response(status_code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response({"error": body}, status=status_code, headers=headers)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DomainError):
+        return error_response(exc.status, exc.as_dict())
+    if isinstance(exc, Http404):
+        return error_response(status.HTTP_404_NOT_FOUND, {"code": "not_found", "message": "Not found."})
+    if isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        body: dict[str, Any] = {
+            "code": "invalid",
+            "message": _first_message(exc.detail),
+            "fields": exc.detail,
+        }
+        field = _first_field(exc.detail)
+        if field:
+            body["field"] = field
+        response.data = {"error": body}
+        return response
+    if isinstance(exc, exceptions.APIException):
+        detail = exc.detail
+        code = exc.get_codes() if not isinstance(detail, (dict, list)) else exc.default_code
+        response.data = {"error": {"code": str(code), "message": _first_message(detail)}}
+    return response

@@ -1,0 +1,42 @@
+"""The ``loreweave`` command.
+
+Subcommands are imported lazily so the engine commands (``assemble``) start
+without Django.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib import import_module
+
+USAGE = """usage: loreweave COMMAND [ARGS]
+
+commands:
+  assemble CASE.json|-   run the retrieval engine on a case and print the result JSON
+"""
+
+COMMANDS: dict[str, str] = {
+    "assemble": "retrieval.cli:assemble_main",
+}
+
+
+def _load(target: str) -> Callable[[list[str]], int]:
+    module_name, _, attribute = target.partition(":")
+    return getattr(import_module(module_name), attribute)  # type: ignore[no-any-return]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in {"-h", "--help", "help"}:
+        sys.stdout.write(USAGE)
+        return 0
+    command, rest = args[0], args[1:]
+    target = COMMANDS.get(command)
+    if target is None:
+        sys.stderr.write(f"loreweave: unknown command {command!r}\n{USAGE}")
+        return 2
+    return _load(target)(rest)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

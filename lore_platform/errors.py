@@ -1,0 +1,78 @@
+"""Domain errors. Services raise these; the API layer turns them into JSON.
+
+The domain never imports the API layer: a service called from a Celery task,
+a management command or the CLI raises the same error a view would show.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """A refused operation: names the field and the product rule it broke."""
+
+    status = 400
+    code = "invalid"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        rule: str | None = None,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.rule = rule
+        if code:
+            self.code = code
+        self.details = details or {}
+
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        if self.rule is not None:
+            body["rule"] = self.rule
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class ValidationFailed(DomainError):
+    status = 400
+    code = "invalid"
+
+
+class LimitExceeded(DomainError):
+    """A product limit (W-12, S-14, I-3 …) would be broken; nothing was written."""
+
+    status = 422
+    code = "limit_exceeded"
+
+
+class PayloadTooLarge(DomainError):
+    status = 413
+    code = "payload_too_large"
+
+
+class NotFound(DomainError):
+    """Missing and forbidden look the same to the caller (P-3)."""
+
+    status = 404
+    code = "not_found"
+
+
+class PermissionDenied(DomainError):
+    """The caller can see the thing but may not do this to it."""
+
+    status = 403
+    code = "permission_denied"
+
+
+class Conflict(DomainError):
+    status = 409
+    code = "conflict"

@@ -1,0 +1,34 @@
+from rest_framework import serializers
+
+from lore_platform.tenancy.models import ApiKey, Tenant
+
+
+class TenantOut(serializers.ModelSerializer):
+    class Meta:
+        model = Tenant
+        fields = ["id", "name", "slug", "default_profile", "created_at"]
+
+
+class CallerOut(serializers.Serializer):
+    tenant = TenantOut()
+    role = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.CharField())
+    user_email = serializers.EmailField(allow_null=True)
+
+
+class ApiKeyOut(serializers.ModelSerializer):
+    class Meta:
+        model = ApiKey
+        fields = ["id", "name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+
+
+class ApiKeyCreateIn(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+    scopes = serializers.ListField(child=serializers.ChoiceField(choices=ApiKey.Scope.values), min_length=1)
+
+
+class ApiKeyCreatedOut(ApiKeyOut):
+    key = serializers.CharField(help_text="The full key. Shown once; only a hash is stored.")
+
+    class Meta(ApiKeyOut.Meta):
+        fields = [*ApiKeyOut.Meta.fields, "key"]

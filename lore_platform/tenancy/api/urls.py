@@ -1,0 +1,9 @@
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from lore_platform.tenancy.api.views import ApiKeyViewSet, TenantView
+
+router = SimpleRouter(trailing_slash=False)
+router.register("api-keys", ApiKeyViewSet, basename="api-key")
+
+urlpatterns = [path("tenant", TenantView.as_view(), name="tenant"), *router.urls]

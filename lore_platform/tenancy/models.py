@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.utils import timezone
+
+from lore_platform.tenancy.scoping import TenantScopedManager
+
+
+class User(AbstractUser):
+    """A person. Which tenants they act in is given by their memberships."""
+
+    email = models.EmailField(unique=True)
+
+    REQUIRED_FIELDS = ["email"]
+
+
+class Tenant(models.Model):
+    """An isolated workspace: a partner app, a Discord server, a team."""
+
+    class Profile(models.TextChoices):
+        CLASSIC = "classic", "Classic keyword lorebooks"
+        SERVER = "server", "Server (community bot) lorebooks"
+        SMART = "smart", "Smart world books"
+        SILLYTAVERN = "sillytavern", "SillyTavern World Info"
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=64, unique=True)
+    default_profile = models.CharField(max_length=16, choices=Profile.choices, default=Profile.CLASSIC)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        # In the server profile, admin is "Manage Server" (S-1).
+        ADMIN = "admin", "Admin"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[Membership] = TenantScopedManager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="membership_unique_user_per_tenant")]
+
+
+class ApiKey(models.Model):
+    """A tenant's key for partner apps. Only a hash of the secret is stored."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read"
+        WRITE = "write", "Write"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=120)
+    # Shown in listings so people can tell keys apart; not a secret.
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    # The user the key acts for (ownership of books it creates); optional.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_keys"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects: TenantScopedManager[ApiKey] = TenantScopedManager()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes

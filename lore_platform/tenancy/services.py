@@ -1,0 +1,106 @@
+"""Writes for tenants, users, memberships and API keys."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from lore_platform.errors import Conflict, NotFound, ValidationFailed
+from lore_platform.tenancy.keys import key_generate, key_hash
+from lore_platform.tenancy.models import ApiKey, Membership, Tenant, User
+
+VALID_SCOPES = {ApiKey.Scope.READ.value, ApiKey.Scope.WRITE.value}
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssuedKey:
+    """An API key as created: ``secret`` is shown once and never stored."""
+
+    api_key: ApiKey
+    secret: str
+
+
+def _unique_slug(name: str) -> str:
+    base = slugify(name)[:50] or "tenant"
+    slug, n = base, 1
+    while Tenant.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def user_get_or_create(*, email: str, password: str | None = None) -> User:
+    email = email.strip().lower()
+    if "@" not in email:
+        raise ValidationFailed("Enter a valid email address.", field="email")
+    user = User.objects.filter(email=email).first()
+    if user is None:
+        user = User(username=email, email=email)
+        if password:
+            user.set_password(password)
+        else:
+            user.set_unusable_password()
+        user.save()
+    return user
+
+
+def membership_set(*, tenant: Tenant, user: User, role: str) -> Membership:
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"Unknown role {role!r}.", field="role")
+    membership, _ = Membership.objects.for_tenant(tenant).update_or_create(
+        tenant=tenant, user=user, defaults={"role": role}
+    )
+    return membership
+
+
+def api_key_create(*, tenant: Tenant, name: str, scopes: list[str], user: User | None = None) -> IssuedKey:
+    unknown = set(scopes) - VALID_SCOPES
+    if not scopes or unknown:
+        raise ValidationFailed(f"Scopes must be among {sorted(VALID_SCOPES)}.", field="scopes")
+    # Write implies read: a key that may change lore may also see it.
+    normalised = sorted(set(scopes) | ({"read"} if "write" in scopes else set()))
+    generated = key_generate()
+    api_key = ApiKey.objects.create(
+        tenant=tenant,
+        name=name[:120],
+        prefix=generated.prefix,
+        secret_hash=key_hash(generated.secret),
+        scopes=normalised,
+        user=user,
+    )
+    return IssuedKey(api_key=api_key, secret=generated.full)
+
+
+def api_key_revoke(*, tenant: Tenant, key_id: int) -> ApiKey:
+    api_key = ApiKey.objects.for_tenant(tenant).filter(pk=key_id).first()
+    if api_key is None:
+        raise NotFound("No such API key.", field="id")
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreatedTenant:
+    tenant: Tenant
+    admin: User
+    key: IssuedKey
+
+
+@transaction.atomic
+def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.CLASSIC) -> CreatedTenant:
+    name = name.strip()
+    if not name or len(name) > 120:
+        raise ValidationFailed("A tenant name is 1–120 characters.", field="name")
+    if profile not in Tenant.Profile.values:
+        raise ValidationFailed(f"Unknown profile {profile!r}.", field="default_profile")
+    if Tenant.objects.filter(name=name).exists():
+        raise Conflict(f"A tenant named {name!r} exists already.", field="name")
+    tenant = Tenant.objects.create(name=name, slug=_unique_slug(name), default_profile=profile)
+    admin = user_get_or_create(email=admin_email)
+    membership_set(tenant=tenant, user=admin, role=Membership.Role.ADMIN)
+    key = api_key_create(tenant=tenant, name=f"{name} admin key", scopes=["read", "write"], user=admin)
+    return CreatedTenant(tenant=tenant, admin=admin, key=key)
