@@ -76,6 +76,22 @@ class Book(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "owner"]), models.Index(fields=["visibility"])]
+        constraints = [
+            # Characters sharing a lineage share one persona book (S-2).
+            models.UniqueConstraint(
+                fields=["tenant", "lineage"],
+                condition=models.Q(lineage__isnull=False),
+                name="book_one_per_lineage",
+            ),
+            # A persona book always names its lineage; other scopes never do.
+            models.CheckConstraint(
+                name="book_lineage_iff_persona",
+                condition=(
+                    models.Q(scope="persona", lineage__isnull=False)
+                    | (~models.Q(scope="persona") & models.Q(lineage__isnull=True))
+                ),
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title
@@ -166,7 +182,12 @@ class Entry(models.Model):
     objects: TenantScopedManager[Entry] = TenantScopedManager()
 
     class Meta:
-        indexes = [models.Index(fields=["book", "position"]), models.Index(fields=["tenant", "book"])]
+        indexes = [
+            models.Index(fields=["book", "position"]),
+            models.Index(fields=["tenant", "book"]),
+            models.Index(fields=["book", "updated_at"]),
+            models.Index(fields=["book", "usage_count"]),
+        ]
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
@@ -175,3 +196,8 @@ class Entry(models.Model):
     @property
     def canon(self) -> bool:
         return self.constant
+
+    @property
+    def has_unresolved_channel(self) -> bool:
+        """S-13: a legacy `#channel` no admin has resolved yet (counts as all channels)."""
+        return bool(self.unresolved_channels)

@@ -17,6 +17,9 @@ commands:
 
 COMMANDS: dict[str, str] = {
     "assemble": "retrieval.cli:assemble_main",
+    "inspect": "books.formats.cli:inspect_main",
+    "convert": "books.formats.cli:convert_main",
+    "eval-retrieval": "retrieval.eval:eval_main",
 }
 
 

@@ -17,6 +17,8 @@ from lore_platform.tenancy.permissions import IsTenantActor, request_actor
 
 class TenantAPIMixin:
     permission_classes = [IsTenantActor]
+    # Scope an unsafe method needs; read-only POSTs (previews, stateless context) lower it.
+    required_scope = "write"
     request: Any
 
     @property

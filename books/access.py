@@ -1,0 +1,96 @@
+"""Who may read or edit a book: the one place that decides it.
+
+- A user's own book: the owner reads and edits it (W-9).
+- A tenant-owned book (server-wide collection, persona lineage book): every
+  member reads it, only tenant admins edit it (S-1).
+- Anyone else reads only what sharing allows. Until sharing lands that is
+  nothing but a non-private book of the same tenant; other tenants' books are
+  invisible here (cross-tenant reads belong to ``sharing/selectors.py``).
+
+A book the actor may not read does not exist for them (NotFound, P-3). A book
+they may read but not edit answers PermissionDenied: they can see it anyway.
+Editing also needs a key with the write scope.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from django.db.models import Q
+
+from books.models import Book, Entry, Visibility
+from lore_platform.errors import NotFound, PermissionDenied
+from lore_platform.tenancy.actor import Actor
+from lore_platform.tenancy.scoping import TenantScopedQuerySet
+
+Need = Literal["read", "edit"]
+
+
+def books_visible_to(actor: Actor) -> TenantScopedQuerySet[Book]:
+    """The tenant's books this actor may read."""
+    readable = Q(owner__isnull=True) | ~Q(visibility=Visibility.PRIVATE)
+    if actor.user is not None:
+        readable |= Q(owner=actor.user)
+    return Book.objects.for_tenant(actor.tenant).filter(readable)
+
+
+def book_can_read(actor: Actor, book: Book) -> bool:
+    if book.tenant_id != actor.tenant.pk or not actor.can_read:
+        return False
+    if book.owner_id is None or book.visibility != Visibility.PRIVATE:
+        return True
+    return actor.user is not None and book.owner_id == actor.user.pk
+
+
+def book_can_edit(actor: Actor, book: Book) -> bool:
+    if book.tenant_id != actor.tenant.pk or not actor.can_write:
+        return False
+    if book.owner_id is None:
+        return actor.is_admin
+    return actor.user is not None and book.owner_id == actor.user.pk
+
+
+def book_edit_check(actor: Actor, book: Book) -> None:
+    """Raise unless ``actor`` may edit ``book`` (NotFound when they cannot even read it)."""
+    if not book_can_read(actor, book):
+        raise NotFound("No such book.", field="book")
+    if not book_can_edit(actor, book):
+        if book.owner_id is None:
+            raise PermissionDenied("Only tenant admins edit server-wide and persona books (S-1).", rule="S-1")
+        if not actor.can_write:
+            raise PermissionDenied("This API key may only read.")
+        raise PermissionDenied("Only the book's owner edits it (W-9).", rule="W-9")
+
+
+def access_book(actor: Actor, book_id: int | str, need: Need = "read", *, for_update: bool = False) -> Book:
+    """The book ``book_id`` if ``actor`` may ``need`` it.
+
+    Missing, another tenant's and private-to-someone-else all raise NotFound;
+    readable-but-not-editable raises PermissionDenied. ``for_update`` locks the
+    row (call inside a transaction) so limit checks and version bumps serialise.
+    """
+    try:
+        pk = int(book_id)
+    except (TypeError, ValueError):
+        raise NotFound("No such book.", field="book") from None
+    queryset = Book.objects.for_tenant(actor.tenant).filter(pk=pk)
+    # No select_related when locking: PostgreSQL cannot lock the nullable side of an outer join.
+    queryset = queryset.select_for_update() if for_update else queryset.select_related("lineage")
+    book = queryset.first()
+    if book is None or not book_can_read(actor, book):
+        raise NotFound("No such book.", field="book")
+    if need == "edit":
+        book_edit_check(actor, book)
+    return book
+
+
+def access_entry(actor: Actor, book: Book, entry_id: int | str) -> Entry:
+    """An entry of ``book`` (already accessed); another book's entry is NotFound."""
+    try:
+        pk = int(entry_id)
+    except (TypeError, ValueError):
+        raise NotFound("No such entry.", field="entry") from None
+    entry = Entry.objects.for_tenant(actor.tenant).filter(book=book, pk=pk).first()
+    if entry is None:
+        raise NotFound("No such entry.", field="entry")
+    entry.book = book
+    return entry

@@ -1,0 +1,362 @@
+"""Input and output shapes of the editor API. Inputs only parse; outputs only show.
+
+Lengths, counts and ranges are *not* checked here: ``books.limits`` checks them
+in the services, so every path refuses the same way and names the rule.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from books.access import book_can_edit
+from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic
+
+# --- books ----------------------------------------------------------------------
+
+
+class BookFieldsIn(serializers.Serializer):
+    """Book fields every write may send (all optional on update)."""
+
+    title = serializers.CharField(required=False, allow_blank=True, help_text="1–120 characters (W-12).")
+    description = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text="At most 2,000 characters (W-12)."
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False, help_text="At most 20, each ≤50 characters."
+    )
+    language = serializers.CharField(required=False, allow_blank=True)
+    scan_depth = serializers.IntegerField(required=False, allow_null=True, help_text="0–100 messages (C-2).")
+    token_budget = serializers.IntegerField(required=False, allow_null=True, help_text="100–32,000 tokens (C-3).")
+    recursive = serializers.BooleanField(required=False, help_text="Recursive scanning (C-4).")
+    case_sensitive = serializers.BooleanField(required=False)
+    whole_words = serializers.BooleanField(required=False)
+    living_world = serializers.BooleanField(required=False, help_text="World books only; private and owned (L-1).")
+    channels = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Server-wide collections: channel ids where its entries may appear; empty = all (S-11).",
+    )
+    extra = serializers.DictField(required=False, help_text="Imported fields with no model of their own.")
+
+
+class BookCreateIn(BookFieldsIn):
+    title = serializers.CharField(allow_blank=True, help_text="1–120 characters (W-12).")
+    profile = serializers.ChoiceField(
+        choices=Profile.choices, required=False, help_text="Defaults to the tenant's profile."
+    )
+    scope = serializers.ChoiceField(
+        choices=Scope.choices,
+        required=False,
+        help_text="personal (yours), server (server-wide collection) or persona (a lineage's book). "
+        "Server and persona books belong to the tenant; only admins create them (S-1).",
+    )
+    lineage = serializers.UUIDField(required=False, help_text="Persona books: the lineage's public id (S-2).")
+
+
+class BookUpdateIn(BookFieldsIn):
+    pass
+
+
+class BookActiveIn(serializers.Serializer):
+    active = serializers.BooleanField(help_text="Off removes every entry from prompts; their own flags stay (S-12).")
+
+
+class BookListParams(serializers.Serializer):
+    profile = serializers.ChoiceField(choices=Profile.choices, required=False)
+    scope = serializers.ChoiceField(choices=Scope.choices, required=False)
+    lineage = serializers.UUIDField(required=False, help_text="The persona book of this lineage (S-2).")
+    q = serializers.CharField(required=False, help_text="Search titles and descriptions.")
+
+
+class BookOut(serializers.ModelSerializer):
+    owner = serializers.IntegerField(source="owner_id", allow_null=True, read_only=True)
+    tenant_owned = serializers.BooleanField(source="is_tenant_owned", read_only=True)
+    lineage = serializers.UUIDField(source="lineage.public_id", allow_null=True, read_only=True)
+    entry_count = serializers.IntegerField(read_only=True, default=None, allow_null=True)
+    can_edit = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Book
+        fields = [
+            "id",
+            "title",
+            "description",
+            "tags",
+            "language",
+            "visibility",
+            "profile",
+            "scope",
+            "owner",
+            "tenant_owned",
+            "lineage",
+            "active",
+            "channels",
+            "scan_depth",
+            "token_budget",
+            "recursive",
+            "case_sensitive",
+            "whole_words",
+            "living_world",
+            "version",
+            "extra",
+            "entry_count",
+            "can_edit",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.BooleanField)
+    def get_can_edit(self, book: Book) -> bool:
+        actor = self.context.get("actor")
+        return bool(actor and book_can_edit(actor, book))
+
+
+class CanonLineOut(serializers.Serializer):
+    entry_id = serializers.IntegerField()
+    title = serializers.CharField()
+    tokens = serializers.IntegerField()
+    fits = serializers.BooleanField(help_text="False = canon over budget: not injected (W-1).")
+
+
+class CanonMeterOut(serializers.Serializer):
+    model_id = serializers.CharField()
+    tokenizer = serializers.CharField(help_text="The tokenizer counting for this model (C-14).")
+    tokens_are_estimate = serializers.BooleanField(help_text="No bundled tokenizer: a deliberately high estimate.")
+    input_window = serializers.IntegerField()
+    budget = serializers.IntegerField(help_text="10% of the input window, at most 4,000 tokens (W-1).")
+    tokens = serializers.IntegerField(help_text="Tokens the book's enabled canon takes every turn.")
+    injected_tokens = serializers.IntegerField()
+    over_budget = serializers.BooleanField()
+    message = serializers.CharField(help_text='"Core canon: N tokens per turn".')
+    warning = serializers.CharField(allow_null=True)
+    entries = CanonLineOut(many=True)
+
+
+class CanonMeterParams(serializers.Serializer):
+    model = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="Model id: picks the tokenizer and input window."
+    )
+    input_window = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="The model's input window in tokens; overrides the registry, needed for unknown models.",
+    )
+    tokenizer = serializers.CharField(
+        required=False, help_text="A tokenizer name (o200k_base, llama3, ceil-chars-4 …); overrides the model's."
+    )
+
+
+# --- entries ---------------------------------------------------------------------
+
+
+class EntryIn(serializers.Serializer):
+    title = serializers.CharField(
+        required=False, allow_blank=True, help_text="World books 2–100 (W-12); others ≤200 (display name, C-9)."
+    )
+    content = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="World books 20–20,000 characters (W-12); server books ≤4,000 (S-3).",
+    )
+    keys = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="Trigger keys; aliases in world books (≤50 of ≤120 characters).",
+    )
+    secondary_keys = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    secondary_logic = serializers.ChoiceField(choices=SecondaryLogic.choices, required=False)
+    selective = serializers.BooleanField(required=False)
+    constant = serializers.BooleanField(required=False, help_text="Constant (classic/server) = canon (smart).")
+    canon = serializers.BooleanField(required=False, help_text="Alias of `constant`.")
+    enabled = serializers.BooleanField(required=False)
+    order = serializers.IntegerField(required=False)
+    priority = serializers.IntegerField(required=False)
+    probability = serializers.IntegerField(required=False, allow_null=True, help_text="0–100; null = 100 (S-6).")
+    scan_depth = serializers.IntegerField(required=False, allow_null=True)
+    case_sensitive = serializers.BooleanField(required=False, allow_null=True)
+    whole_words = serializers.BooleanField(required=False, allow_null=True)
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    placement = serializers.ChoiceField(choices=Placement.choices, required=False)
+    channels = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Persona books: channel ids; empty = all. Saving resolves a legacy #channel (S-11, S-13).",
+    )
+    extra = serializers.DictField(required=False)
+
+
+class EntryListParams(serializers.Serializer):
+    enabled = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="true = enabled only; false = disabled only (W-6)."
+    )
+    canon = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="true = canon only; false = when relevant only."
+    )
+    never_used = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="true = entries no chat has used (W-11)."
+    )
+    q = serializers.CharField(required=False, help_text="Text search in title, content and keys.")
+    sort = serializers.ChoiceField(
+        choices=[("position", "List order"), ("most_used", "Most used"), ("recently_edited", "Recently edited")],
+        required=False,
+        default="position",
+    )
+    model = serializers.CharField(required=False, help_text="Model id whose tokenizer sizes the warnings.")
+    tokenizer = serializers.CharField(required=False, help_text="A tokenizer name; overrides the model's.")
+
+
+class EntryMoveIn(serializers.Serializer):
+    position = serializers.IntegerField(required=False, min_value=0, help_text="0 = top; past the end = bottom.")
+    to = serializers.ChoiceField(choices=[("top", "Top"), ("bottom", "Bottom")], required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("position" in attrs) == ("to" in attrs):
+            raise serializers.ValidationError({"position": "Give either a position or `to` (top/bottom)."})
+        return attrs
+
+
+class EntriesReorderIn(serializers.Serializer):
+    entry_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        min_length=1,
+        help_text="These entries take the slots they occupy now, in this order; others stay put.",
+    )
+
+
+class EntriesBulkIn(serializers.Serializer):
+    action = serializers.ChoiceField(choices=[("enable", "Enable"), ("disable", "Disable"), ("delete", "Delete")])
+    entry_ids = serializers.ListField(
+        child=serializers.IntegerField(), min_length=1, help_text="At most 500 (W-12); all or nothing."
+    )
+
+
+@extend_schema_field(EntryIn(many=True))
+class _EntryObjects(serializers.ListField):
+    """Parsed as plain objects: the service checks each one and names ``entries[i].<field>``."""
+
+    child = serializers.DictField()
+
+
+class EntriesBulkCreateIn(serializers.Serializer):
+    entries = _EntryObjects(help_text="At most 500 per batch; all or nothing (I-3).")
+
+
+class DecoratorOut(serializers.Serializer):
+    name = serializers.CharField()
+    argument = serializers.CharField(allow_null=True)
+    known = serializers.BooleanField()
+    line = serializers.IntegerField()
+
+
+class EntryWarningOut(serializers.Serializer):
+    code = serializers.ChoiceField(
+        choices=[
+            "long_entry",
+            "multi_topic",
+            "never_surfaced",
+            "unresolved_channel",
+            "unknown_decorator",
+            "decorator_ignored",
+        ]
+    )
+    message = serializers.CharField()
+    rule = serializers.CharField()
+
+
+class EntryOut(serializers.ModelSerializer):
+    book = serializers.IntegerField(source="book_id", read_only=True)
+    canon = serializers.BooleanField(read_only=True)
+    has_unresolved_channel = serializers.BooleanField(read_only=True)
+    live = serializers.SerializerMethodField(help_text="Enabled and in an active collection (S-12, W-6).")
+    warnings = serializers.SerializerMethodField()
+    decorators = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Entry
+        fields = [
+            "id",
+            "book",
+            "title",
+            "content",
+            "keys",
+            "secondary_keys",
+            "secondary_logic",
+            "selective",
+            "constant",
+            "canon",
+            "enabled",
+            "live",
+            "order",
+            "priority",
+            "probability",
+            "scan_depth",
+            "case_sensitive",
+            "whole_words",
+            "role",
+            "placement",
+            "channels",
+            "unresolved_channels",
+            "has_unresolved_channel",
+            "position",
+            "usage_count",
+            "last_used_at",
+            "indexing_state",
+            "content_hash",
+            "extra",
+            "warnings",
+            "decorators",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def _notes(self, entry: Entry) -> Any:
+        return (self.context.get("notes") or {}).get(entry.pk)
+
+    @extend_schema_field(serializers.BooleanField)
+    def get_live(self, entry: Entry) -> bool:
+        book = self.context.get("book") or entry.book
+        return bool(book.active and entry.enabled)
+
+    @extend_schema_field(EntryWarningOut(many=True))
+    def get_warnings(self, entry: Entry) -> list[dict[str, Any]]:
+        notes = self._notes(entry)
+        return EntryWarningOut(notes.warnings, many=True).data if notes else []
+
+    @extend_schema_field(DecoratorOut(many=True))
+    def get_decorators(self, entry: Entry) -> list[dict[str, Any]]:
+        notes = self._notes(entry)
+        return DecoratorOut(notes.decorators, many=True).data if notes else []
+
+
+class BulkResultOut(serializers.Serializer):
+    action = serializers.CharField()
+    matched = serializers.IntegerField(help_text="Entries named.")
+    changed = serializers.IntegerField(help_text="Entries whose state changed (or that were deleted).")
+    version = serializers.IntegerField(help_text="The book's version afterwards.")
+
+
+class ReorderOut(serializers.Serializer):
+    entry_ids = serializers.ListField(child=serializers.IntegerField(), help_text="The book's full list order.")
+    version = serializers.IntegerField()
+
+
+class EntriesCreatedOut(serializers.Serializer):
+    entries = EntryOut(many=True)
+    version = serializers.IntegerField()
+
+
+class ErrorBodyOut(serializers.Serializer):
+    code = serializers.CharField(help_text="invalid, too_short, out_of_range, limit_exceeded, not_found, …")
+    message = serializers.CharField()
+    field = serializers.CharField(required=False, help_text="The field at fault, e.g. `entries[3].content`.")
+    rule = serializers.CharField(required=False, help_text="The product rule, e.g. `W-12`, `S-14`.")
+    details = serializers.DictField(required=False, help_text="e.g. {limit, actual, unit}.")
+
+
+class ErrorOut(serializers.Serializer):
+    error = ErrorBodyOut()

@@ -1,0 +1,264 @@
+"""Editor API: thin views over ``books.services`` and ``books.selectors``.
+
+Each handler parses, calls one service or selector, and serializes. Access is
+decided by ``books.access``: a book the caller may not read is 404; one they
+may read but not edit is 403; a read-only key cannot write (403).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from books import selectors, services
+from books.access import access_book, access_entry, books_visible_to
+from books.api.serializers import (
+    BookActiveIn,
+    BookCreateIn,
+    BookListParams,
+    BookOut,
+    BookUpdateIn,
+    BulkResultOut,
+    CanonMeterOut,
+    CanonMeterParams,
+    EntriesBulkCreateIn,
+    EntriesBulkIn,
+    EntriesCreatedOut,
+    EntriesReorderIn,
+    ErrorOut,
+    EntryIn,
+    EntryListParams,
+    EntryMoveIn,
+    EntryOut,
+    ReorderOut,
+)
+from books.models import Book, Entry
+from lore_platform.api.base import TenantViewSet
+from lore_platform.cast.services import lineage_get
+from lore_platform.tenancy.actor import Actor
+
+ERRORS = {
+    400: OpenApiResponse(ErrorOut, description="Invalid input; `error.field` and `error.rule` name what and why."),
+    403: OpenApiResponse(ErrorOut, description="Visible but not yours to change, or a read-only key."),
+    404: OpenApiResponse(ErrorOut, description="No such book or entry (or not visible to the caller)."),
+    422: OpenApiResponse(
+        ErrorOut, description="A product limit would be broken (`error.rule`, `error.details.limit`); nothing was written."
+    ),
+}
+READ_ERRORS = {404: ERRORS[404]}
+
+
+def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+@extend_schema(tags=["books"])
+class BookViewSet(TenantViewSet):
+    """Books of lore entries the caller may read: their own, and the tenant's server-wide and persona books."""
+
+    lookup_value_regex = r"\d+"
+    serializer_class = BookOut
+    # JSON only: form encoding would turn every absent boolean into False on a partial update.
+    parser_classes = [JSONParser]
+
+    def scoped_queryset(self, actor: Actor) -> QuerySet[Book]:
+        return books_visible_to(actor)
+
+    def _out(self, book: Book, **kwargs: Any) -> Response:
+        if not hasattr(book, "entry_count"):
+            book.entry_count = selectors.book_entry_count(book)  # type: ignore[attr-defined]
+        return Response(BookOut(book, context={"actor": self.actor}).data, **kwargs)
+
+    @extend_schema(parameters=[BookListParams], responses=BookOut(many=True), summary="List books")
+    def list(self, request: Request) -> Response:
+        params = _parse(BookListParams, request.query_params)
+        lineage = params.pop("lineage", None)
+        books = selectors.book_list(
+            actor=self.actor,
+            lineage=lineage_get(tenant=self.actor.tenant, public_id=lineage) if lineage else None,
+            **params,
+        )
+        page = self.paginate_queryset(books)
+        return self.get_paginated_response(BookOut(page, many=True, context={"actor": self.actor}).data)
+
+    @extend_schema(request=BookCreateIn, responses={201: BookOut, **ERRORS}, summary="Create a book")
+    def create(self, request: Request) -> Response:
+        data = _parse(BookCreateIn, request.data)
+        data.setdefault("profile", self.actor.tenant.default_profile)
+        book = services.book_create(actor=self.actor, **data)
+        return self._out(book, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: BookOut, **READ_ERRORS}, summary="A book")
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return self._out(access_book(self.actor, pk))
+
+    @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS}, summary="Change a book")
+    def partial_update(self, request: Request, pk: str) -> Response:
+        data = _parse(BookUpdateIn, request.data)
+        book = services.book_update(actor=self.actor, book=access_book(self.actor, pk), **data)
+        return self._out(book)
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Delete a book and its entries")
+    def destroy(self, request: Request, pk: str) -> Response:
+        services.book_delete(actor=self.actor, book=access_book(self.actor, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        request=BookActiveIn,
+        responses={200: BookOut, **ERRORS},
+        summary="Turn a collection on or off (S-12)",
+        description="Off removes every entry from prompts without touching their own enabled flags; "
+        "on restores them exactly as they were.",
+    )
+    @action(detail=True, methods=["post"])
+    def active(self, request: Request, pk: str) -> Response:
+        data = _parse(BookActiveIn, request.data)
+        book = services.book_set_active(actor=self.actor, book=access_book(self.actor, pk), active=data["active"])
+        return self._out(book)
+
+    @extend_schema(
+        parameters=[CanonMeterParams],
+        responses={200: CanonMeterOut, **READ_ERRORS, 400: ERRORS[400]},
+        summary="Canon meter (W-1)",
+        description="Core canon: N tokens per turn for a model, with a warning when canon takes more than the "
+        "canon budget (10% of the input window, at most 4,000 tokens).",
+    )
+    @action(detail=True, methods=["get"], url_path="canon-meter")
+    def canon_meter(self, request: Request, pk: str) -> Response:
+        params = _parse(CanonMeterParams, request.query_params)
+        meter = selectors.book_canon_meter(
+            book=access_book(self.actor, pk),
+            model_id=params["model"],
+            input_window=params.get("input_window"),
+            tokenizer=params.get("tokenizer"),
+        )
+        return Response(CanonMeterOut(meter).data)
+
+
+BOOK_ID = OpenApiParameter("book_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The book's id.")
+ENTRY_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The entry's id.")
+
+
+@extend_schema(tags=["entries"], parameters=[BOOK_ID])
+@extend_schema_view(
+    retrieve=extend_schema(parameters=[ENTRY_ID]),
+    partial_update=extend_schema(parameters=[ENTRY_ID]),
+    destroy=extend_schema(parameters=[ENTRY_ID]),
+    move=extend_schema(parameters=[ENTRY_ID]),
+)
+class EntryViewSet(TenantViewSet):
+    """Entries of one book, in list order, with the editor's filters, sorts and bulk actions."""
+
+    lookup_value_regex = r"\d+"
+    serializer_class = EntryOut
+    parser_classes = [JSONParser]
+
+    def scoped_queryset(self, actor: Actor) -> QuerySet[Entry]:
+        return Entry.objects.for_tenant(actor.tenant).filter(book=self.book)
+
+    @property
+    def book(self) -> Book:
+        if not hasattr(self, "_book"):
+            self._book = access_book(self.actor, self.kwargs["book_id"])
+        return self._book
+
+    def _entry_out(self, entry: Entry, **kwargs: Any) -> Response:
+        notes = selectors.entries_notes(self.book, [entry])
+        return Response(EntryOut(entry, context={"book": self.book, "notes": notes}).data, **kwargs)
+
+    @extend_schema(
+        parameters=[EntryListParams],
+        responses={200: EntryOut(many=True), **READ_ERRORS},
+        summary="List entries (filters, sorts, warnings)",
+    )
+    def list(self, request: Request, book_id: str) -> Response:
+        params = _parse(EntryListParams, request.query_params)
+        model_id = params.pop("model", None)
+        tokenizer = params.pop("tokenizer", None)
+        entries = selectors.entry_list(book=self.book, **params)
+        page = self.paginate_queryset(entries) or []
+        notes = selectors.entries_notes(self.book, page, model_id=model_id, tokenizer=tokenizer)
+        return self.get_paginated_response(EntryOut(page, many=True, context={"book": self.book, "notes": notes}).data)
+
+    @extend_schema(request=EntryIn, responses={201: EntryOut, **ERRORS}, summary="Add an entry at the bottom")
+    def create(self, request: Request, book_id: str) -> Response:
+        data = _parse(EntryIn, request.data)
+        entry = services.entry_create(actor=self.actor, book=self.book, **data)
+        return self._entry_out(entry, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: EntryOut, **READ_ERRORS}, summary="An entry")
+    def retrieve(self, request: Request, book_id: str, pk: str) -> Response:
+        return self._entry_out(access_entry(self.actor, self.book, pk))
+
+    @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS}, summary="Change an entry")
+    def partial_update(self, request: Request, book_id: str, pk: str) -> Response:
+        data = _parse(EntryIn, request.data)
+        entry = services.entry_update(actor=self.actor, entry=access_entry(self.actor, self.book, pk), **data)
+        return self._entry_out(entry)
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Delete an entry")
+    def destroy(self, request: Request, book_id: str, pk: str) -> Response:
+        services.entry_delete(actor=self.actor, entry=access_entry(self.actor, self.book, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        request=EntryMoveIn, responses={200: EntryOut, **ERRORS}, summary="Move an entry to a position, top or bottom"
+    )
+    @action(detail=True, methods=["post"])
+    def move(self, request: Request, book_id: str, pk: str) -> Response:
+        data = _parse(EntryMoveIn, request.data)
+        entry = services.entry_move(actor=self.actor, entry=access_entry(self.actor, self.book, pk), **data)
+        return self._entry_out(entry)
+
+    @extend_schema(request=EntriesReorderIn, responses={200: ReorderOut, **ERRORS}, summary="Reorder many entries")
+    @action(detail=False, methods=["post"])
+    def reorder(self, request: Request, book_id: str) -> Response:
+        data = _parse(EntriesReorderIn, request.data)
+        order = services.entries_reorder(actor=self.actor, book=self.book, entry_ids=data["entry_ids"])
+        version = selectors.book_version(self.book)
+        return Response(ReorderOut({"entry_ids": order, "version": version}).data)
+
+    @extend_schema(
+        request=EntriesBulkIn,
+        responses={200: BulkResultOut, **ERRORS},
+        summary="Enable, disable or delete up to 500 entries",
+        description="One transaction: an unknown id or more than 500 ids (W-12) changes nothing.",
+    )
+    @action(detail=False, methods=["post"])
+    def bulk(self, request: Request, book_id: str) -> Response:
+        data = _parse(EntriesBulkIn, request.data)
+        if data["action"] == "delete":
+            result = services.entries_bulk_delete(actor=self.actor, book=self.book, entry_ids=data["entry_ids"])
+        else:
+            result = services.entries_bulk_set_enabled(
+                actor=self.actor, book=self.book, entry_ids=data["entry_ids"], enabled=data["action"] == "enable"
+            )
+        body = {"action": data["action"], "matched": result.matched, "changed": result.changed,
+                "version": result.version}
+        return Response(BulkResultOut(body).data)
+
+    @extend_schema(
+        request=EntriesBulkCreateIn,
+        responses={201: EntriesCreatedOut, **ERRORS},
+        summary="Add up to 500 entries at once",
+        description="All or nothing: every entry and limit is checked before anything is written (I-3).",
+    )
+    @action(detail=False, methods=["post"], url_path="bulk-create")
+    def bulk_create(self, request: Request, book_id: str) -> Response:
+        data = _parse(EntriesBulkCreateIn, request.data)
+        created = services.entries_create_bulk(actor=self.actor, book=self.book, entries=data["entries"])
+        notes = selectors.entries_notes(self.book, created)
+        body = {
+            "entries": EntryOut(created, many=True, context={"book": self.book, "notes": notes}).data,
+            "version": selectors.book_version(self.book),
+        }
+        return Response(body, status=status.HTTP_201_CREATED)

@@ -1,0 +1,353 @@
+"""Every product limit on books and entries, in one module.
+
+Each limit carries the rule ID it comes from, so a refusal can name the field,
+the number and the rule. Services call these checks *before* writing anything,
+on every path: the editor API, bulk actions, the importer (through
+``entries_create_bulk``) and, later, the living world. A check raises:
+
+- ``LimitExceeded`` (HTTP 422) when a maximum would be broken (too long, too
+  many tags, too many entries, a batch too big);
+- ``ValidationFailed`` (HTTP 400) when a value is below its minimum or outside
+  its range (a 19-character lore, probability 101).
+
+Both carry ``field``, ``rule`` and ``details = {"limit"|"min"/"max", "actual", "unit"}``.
+
+Where the seeds give numbers only for one profile, the others are unbounded on
+purpose: classic and SillyTavern books have no entry cap and no content cap
+(the request/import size limits bound them), as in the tools they come from.
+Entry titles: 2–100 characters in world books (W-12). In the other profiles
+the title is the optional display name/comment, which must survive import and
+export untouched (C-9), so only the 200-character column bounds it.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lore_platform.errors import LimitExceeded, ValidationFailed
+
+if TYPE_CHECKING:
+    from books.models import Book
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limit:
+    """A maximum (or a minimum) with the rule that sets it."""
+
+    value: int
+    rule: str
+    unit: str = "characters"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextLimit:
+    rule: str
+    max: int | None
+    min: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListLimit:
+    rule: str
+    max_items: int | None
+    max_item_length: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RangeLimit:
+    rule: str
+    low: int
+    high: int
+
+
+# --- numbers from the seeds ---------------------------------------------------
+
+# Book-level limits hold for every profile (SPEC §1); W-12 is where they are numbered.
+BOOK_TITLE = TextLimit(rule="W-12", min=1, max=120)
+BOOK_DESCRIPTION = TextLimit(rule="W-12", max=2_000)
+BOOK_TAGS = ListLimit(rule="W-12", max_items=20, max_item_length=50)
+BOOK_SCAN_DEPTH = RangeLimit(rule="C-2", low=0, high=100)
+BOOK_TOKEN_BUDGET = RangeLimit(rule="C-3", low=100, high=32_000)
+BOOK_LANGUAGE = TextLimit(rule="W-12", max=16)
+
+# World books (W-12).
+SMART_ENTRIES_PER_BOOK = Limit(value=2_000, rule="W-12", unit="entries")
+SMART_ENTRY_TITLE = TextLimit(rule="W-12", min=2, max=100)
+SMART_ENTRY_CONTENT = TextLimit(rule="W-12", min=20, max=20_000)
+SMART_ALIASES = ListLimit(rule="W-12", max_items=50, max_item_length=120)
+
+# Server lorebooks (S-3, S-5, S-14).
+SERVER_ENTRY_TITLE = TextLimit(rule="S-3", max=200)
+SERVER_ENTRY_CONTENT = TextLimit(rule="S-3", max=4_000)
+SERVER_ENTRIES_PER_LINEAGE = Limit(value=250, rule="S-14", unit="entries")
+SERVER_ENTRIES_SERVER_WIDE = Limit(value=250, rule="S-14", unit="entries")
+SERVER_SCAN_DEPTH = RangeLimit(rule="S-5", low=1, high=100)
+
+# Classic / SillyTavern: the display name (comment) is optional (C-9).
+CLASSIC_ENTRY_TITLE = TextLimit(rule="C-9", max=200)
+CLASSIC_SCAN_DEPTH = RangeLimit(rule="C-2", low=0, high=100)
+
+PROBABILITY = RangeLimit(rule="S-6", low=0, high=100)
+UNBOUNDED_TEXT = TextLimit(rule="", max=None)
+UNBOUNDED_KEYS = ListLimit(rule="", max_items=None, max_item_length=None)
+
+# Operations.
+BULK_ACTION = Limit(value=500, rule="W-12", unit="entries")
+IMPORT_BATCH = Limit(value=500, rule="I-3", unit="entries")
+CHANNEL_ID_LENGTH = Limit(value=64, rule="S-11")
+
+# Limits other features enforce; kept here so there is one place to read them.
+PUBLISH_MIN_ENTRIES = Limit(value=10, rule="P-1", unit="entries")
+SPLIT_TEXT_INPUT = Limit(value=40_000, rule="W-12")
+GENERATE_PROMPT = Limit(value=4_000, rule="W-12")
+GENERATE_ENTRIES_MIN = Limit(value=4, rule="W-12", unit="entries")
+GENERATE_ENTRIES_MAX = Limit(value=16, rule="W-12", unit="entries")
+PREVIEW_MESSAGE = Limit(value=2_000, rule="W-12")
+IMPORT_JSON_BYTES = Limit(value=2 * 1024 * 1024, rule="I-3", unit="bytes")
+LIVING_WORLD_WRITES_PER_DAY = Limit(value=30, rule="L-3", unit="writes")
+LIVING_WORLD_NEW_ENTRY = Limit(value=4_000, rule="L-3")
+LIVING_WORLD_APPEND = Limit(value=2_000, rule="L-3")
+LIVING_WORLD_GROWN_ENTRY = Limit(value=20_000, rule="L-3")
+
+# W-1: canon budget = 10 % of the model's input window, capped at 4,000 tokens.
+CANON_BUDGET_SHARE = 0.10
+CANON_BUDGET_CAP = Limit(value=4_000, rule="W-1", unit="tokens")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileLimits:
+    """What one context profile allows on an entry."""
+
+    profile: str
+    entry_title: TextLimit
+    entry_content: TextLimit
+    entry_keys: ListLimit
+    entry_scan_depth: RangeLimit
+
+
+_PROFILE_LIMITS: dict[str, ProfileLimits] = {
+    "smart": ProfileLimits(
+        profile="smart",
+        entry_title=SMART_ENTRY_TITLE,
+        entry_content=SMART_ENTRY_CONTENT,
+        entry_keys=SMART_ALIASES,
+        entry_scan_depth=CLASSIC_SCAN_DEPTH,
+    ),
+    "server": ProfileLimits(
+        profile="server",
+        entry_title=SERVER_ENTRY_TITLE,
+        entry_content=SERVER_ENTRY_CONTENT,
+        entry_keys=UNBOUNDED_KEYS,
+        entry_scan_depth=SERVER_SCAN_DEPTH,
+    ),
+    "classic": ProfileLimits(
+        profile="classic",
+        entry_title=CLASSIC_ENTRY_TITLE,
+        entry_content=UNBOUNDED_TEXT,
+        entry_keys=UNBOUNDED_KEYS,
+        entry_scan_depth=CLASSIC_SCAN_DEPTH,
+    ),
+    "sillytavern": ProfileLimits(
+        profile="sillytavern",
+        entry_title=CLASSIC_ENTRY_TITLE,
+        entry_content=UNBOUNDED_TEXT,
+        entry_keys=UNBOUNDED_KEYS,
+        entry_scan_depth=CLASSIC_SCAN_DEPTH,
+    ),
+}
+
+
+def limits_for(profile: str) -> ProfileLimits:
+    try:
+        return _PROFILE_LIMITS[profile]
+    except KeyError:
+        raise ValidationFailed(f"Unknown profile {profile!r}.", field="profile") from None
+
+
+def canon_budget(input_window: int) -> int:
+    """W-1: 10 % of the model's input window, never more than 4,000 tokens."""
+    if input_window <= 0:
+        raise ValidationFailed("The model's input window must be positive.", field="input_window", rule="W-1")
+    return min(CANON_BUDGET_CAP.value, math.floor(input_window * CANON_BUDGET_SHARE))
+
+
+# --- primitive checks -----------------------------------------------------------
+
+
+def _too_long(field: str, what: str, actual: int, limit: int, rule: str, unit: str) -> LimitExceeded:
+    return LimitExceeded(
+        f"{what} is {actual:,} {unit}; the limit is {limit:,} ({rule}).",
+        field=field,
+        rule=rule,
+        details={"limit": limit, "actual": actual, "unit": unit},
+    )
+
+
+def text_check(value: str, limit: TextLimit, *, field: str, what: str) -> None:
+    length = len(value)
+    if limit.min and len(value.strip()) < limit.min:
+        raise ValidationFailed(
+            f"{what} is {len(value.strip()):,} characters; it needs at least {limit.min:,} ({limit.rule}).",
+            field=field,
+            rule=limit.rule,
+            code="too_short",
+            details={"min": limit.min, "max": limit.max, "actual": len(value.strip()), "unit": "characters"},
+        )
+    if limit.max is not None and length > limit.max:
+        raise _too_long(field, what, length, limit.max, limit.rule, "characters")
+
+
+def list_check(values: list[str], limit: ListLimit, *, field: str, what: str) -> None:
+    if limit.max_items is not None and len(values) > limit.max_items:
+        raise _too_long(field, what, len(values), limit.max_items, limit.rule, "items")
+    if limit.max_item_length is not None:
+        for index, item in enumerate(values):
+            if len(item) > limit.max_item_length:
+                raise _too_long(
+                    f"{field}[{index}]", f"{what} item {index}", len(item), limit.max_item_length, limit.rule,
+                    "characters",
+                )
+
+
+def range_check(value: int | None, limit: RangeLimit, *, field: str, what: str) -> None:
+    if value is None:
+        return
+    if not limit.low <= value <= limit.high:
+        raise ValidationFailed(
+            f"{what} must be between {limit.low:,} and {limit.high:,}, not {value:,} ({limit.rule}).",
+            field=field,
+            rule=limit.rule,
+            code="out_of_range",
+            details={"min": limit.low, "max": limit.high, "actual": value},
+        )
+
+
+def count_check(count: int, limit: Limit, *, field: str, what: str) -> None:
+    if count > limit.value:
+        raise _too_long(field, what, count, limit.value, limit.rule, limit.unit)
+
+
+# --- book and entry fields ------------------------------------------------------
+
+
+def book_fields_check(fields: Mapping[str, Any], *, field_prefix: str = "") -> None:
+    """Check the book fields present in ``fields`` (a create or a partial update)."""
+    p = field_prefix
+    if "title" in fields:
+        text_check(fields["title"], BOOK_TITLE, field=f"{p}title", what="The book title")
+    if "description" in fields:
+        text_check(fields["description"], BOOK_DESCRIPTION, field=f"{p}description", what="The description")
+    if "tags" in fields:
+        list_check(fields["tags"], BOOK_TAGS, field=f"{p}tags", what="Tags")
+    if "language" in fields:
+        text_check(fields["language"], BOOK_LANGUAGE, field=f"{p}language", what="The language code")
+    if "scan_depth" in fields:
+        range_check(fields["scan_depth"], BOOK_SCAN_DEPTH, field=f"{p}scan_depth", what="Scan depth")
+    if "token_budget" in fields:
+        range_check(fields["token_budget"], BOOK_TOKEN_BUDGET, field=f"{p}token_budget", what="Token budget")
+
+
+def entry_fields_check(profile: str, fields: Mapping[str, Any], *, field_prefix: str = "") -> None:
+    """Check the entry fields present in ``fields`` against the book's profile."""
+    limits = limits_for(profile)
+    p = field_prefix
+    if "title" in fields:
+        text_check(fields["title"], limits.entry_title, field=f"{p}title", what="The entry title")
+    if "content" in fields:
+        text_check(fields["content"], limits.entry_content, field=f"{p}content", what="The entry content")
+    if "keys" in fields:
+        what = "Aliases" if profile == "smart" else "Keys"
+        list_check(fields["keys"], limits.entry_keys, field=f"{p}keys", what=what)
+    if "probability" in fields:
+        range_check(fields["probability"], PROBABILITY, field=f"{p}probability", what="Probability")
+    if "scan_depth" in fields:
+        range_check(fields["scan_depth"], limits.entry_scan_depth, field=f"{p}scan_depth", what="Scan depth")
+    for name in ("channels", "unresolved_channels"):
+        for index, channel in enumerate(fields.get(name) or []):
+            if len(channel) > CHANNEL_ID_LENGTH.value:
+                raise _too_long(
+                    f"{p}{name}[{index}]", "A channel", len(channel), CHANNEL_ID_LENGTH.value, "S-11", "characters"
+                )
+
+
+# --- batches and capacity ---------------------------------------------------------
+
+
+def bulk_action_check(count: int, *, field: str = "entry_ids") -> None:
+    """W-12: a bulk enable/disable/delete touches at most 500 entries."""
+    count_check(count, BULK_ACTION, field=field, what="A bulk action")
+
+
+def import_batch_check(count: int, *, field: str = "entries") -> None:
+    """W-12 / I-3: one batch (import, paste) creates at most 500 entries."""
+    count_check(count, IMPORT_BATCH, field=field, what="One batch")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capacity:
+    """How many entries a book may still take, and which limit says so."""
+
+    limit: Limit
+    used: int
+    scope: str  # "book" | "lineage" | "server_wide"
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit.value - self.used)
+
+
+def entry_capacity(book: Book) -> Capacity | None:
+    """The entry-count limit that applies to ``book``, with its current use; None = unlimited.
+
+    World books: 2,000 per book. Server books: 250 per persona lineage, and a
+    separate 250 shared by all of the tenant's server-wide books (S-14).
+    """
+    from books.models import Entry, Profile, Scope
+
+    if book.profile == Profile.SMART:
+        used = Entry.objects.for_tenant(book.tenant).filter(book=book).count()
+        return Capacity(limit=SMART_ENTRIES_PER_BOOK, used=used, scope="book")
+    if book.profile == Profile.SERVER:
+        if book.scope == Scope.PERSONA:
+            used = Entry.objects.for_tenant(book.tenant).filter(book__lineage_id=book.lineage_id).count()
+            return Capacity(limit=SERVER_ENTRIES_PER_LINEAGE, used=used, scope="lineage")
+        used = (
+            Entry.objects.for_tenant(book.tenant)
+            .filter(book__profile=Profile.SERVER, book__scope=Scope.SERVER)
+            .count()
+        )
+        return Capacity(limit=SERVER_ENTRIES_SERVER_WIDE, used=used, scope="server_wide")
+    return None
+
+
+_CAPACITY_WHAT = {
+    "book": "This world book would hold {total:,} entries; a book holds at most {limit:,} ({rule}).",
+    "lineage": "This persona would hold {total:,} entries; a persona holds at most {limit:,} ({rule}).",
+    "server_wide": (
+        "The server-wide books would hold {total:,} entries together; they share a limit of {limit:,} ({rule})."
+    ),
+}
+
+
+def entry_capacity_check(book: Book, *, adding: int, field: str = "entries") -> None:
+    """Refuse adding ``adding`` entries to ``book`` if that breaks its entry cap."""
+    capacity = entry_capacity(book)
+    if capacity is None or adding <= 0:
+        return
+    total = capacity.used + adding
+    if total > capacity.limit.value:
+        raise LimitExceeded(
+            _CAPACITY_WHAT[capacity.scope].format(total=total, limit=capacity.limit.value, rule=capacity.limit.rule),
+            field=field,
+            rule=capacity.limit.rule,
+            details={
+                "limit": capacity.limit.value,
+                "actual": total,
+                "existing": capacity.used,
+                "adding": adding,
+                "scope": capacity.scope,
+                "unit": "entries",
+            },
+        )

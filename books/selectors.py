@@ -1,0 +1,215 @@
+"""Reads for books and entries: the editor list, its warnings, the canon meter."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from django.db.models import Count, Q, QuerySet
+
+from books import limits
+from books.access import books_visible_to
+from books.channels import entry_reaches_prompt
+from books.decorators import Decorator, decorators_read
+from books.models import Book, Entry, Profile
+from books.tokens import model_input_window, model_tokenizer
+from books.warnings import EntryWarning, entry_warnings
+from lore_platform.cast.models import Lineage
+from lore_platform.errors import ValidationFailed
+from lore_platform.tenancy.actor import Actor
+
+EntrySort = Literal["position", "most_used", "recently_edited"]
+
+ENTRY_SORTS: dict[str, tuple[str, ...]] = {
+    # List order: what canon packing and "whole book travels" follow (W-1, W-2).
+    "position": ("position", "id"),
+    # W-11: surfaces dead lore from the other end.
+    "most_used": ("-usage_count", "position", "id"),
+    "recently_edited": ("-updated_at", "-id"),
+}
+
+
+def book_list(
+    *,
+    actor: Actor,
+    profile: str | None = None,
+    scope: str | None = None,
+    lineage: Lineage | None = None,
+    q: str | None = None,
+) -> QuerySet[Book]:
+    """Books the actor may read, newest change first, with their entry counts."""
+    books = books_visible_to(actor)
+    if profile:
+        books = books.filter(profile=profile)
+    if scope:
+        books = books.filter(scope=scope)
+    if lineage is not None:
+        books = books.filter(lineage=lineage)
+    if q:
+        books = books.filter(Q(title__icontains=q) | Q(description__icontains=q))
+    return books.annotate(entry_count=Count("entries")).order_by("-updated_at", "-id")
+
+
+def book_entry_count(book: Book) -> int:
+    return Entry.objects.for_tenant(book.tenant).filter(book=book).count()
+
+
+def entry_list(
+    *,
+    book: Book,
+    enabled: bool | None = None,
+    canon: bool | None = None,
+    never_used: bool | None = None,
+    q: str | None = None,
+    sort: str = "position",
+) -> QuerySet[Entry]:
+    """The editor list of ``book`` (already accessed), filtered and sorted.
+
+    ``enabled`` True/False is the enabled/disabled filter (W-6); ``canon``
+    picks canon or when-relevant entries; ``never_used`` True keeps entries no
+    chat has used (W-11); ``q`` searches title, content and keys/aliases.
+    """
+    if sort not in ENTRY_SORTS:
+        raise ValidationFailed(f"Sort by one of {', '.join(ENTRY_SORTS)}.", field="sort")
+    entries = Entry.objects.for_tenant(book.tenant).filter(book=book)
+    if enabled is not None:
+        entries = entries.filter(enabled=enabled)
+    if canon is not None:
+        entries = entries.filter(constant=canon)
+    if never_used is not None:
+        entries = entries.filter(usage_count=0) if never_used else entries.filter(usage_count__gt=0)
+    if q and q.strip():
+        text = q.strip()
+        entries = entries.filter(
+            Q(title__icontains=text) | Q(content__icontains=text) | Q(keys__icontains=text)
+        )
+    return entries.order_by(*ENTRY_SORTS[sort])
+
+
+def book_in_use(book: Book) -> bool:
+    """Has any entry of the book reached a chat? (Gates the never-surfaced warning.)"""
+    return Entry.objects.for_tenant(book.tenant).filter(book=book, usage_count__gt=0).exists()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntryNotes:
+    """What the editor shows beside an entry's own fields."""
+
+    warnings: list[EntryWarning]
+    decorators: list[Decorator]
+
+
+def entries_notes(
+    book: Book, entries: list[Entry], *, model_id: str | None = None, tokenizer: str | None = None
+) -> dict[int, EntryNotes]:
+    """Warnings and decorators for a page of entries of ``book``."""
+    in_use = book_in_use(book) if book.profile == Profile.SMART else False
+    count = model_tokenizer(model_id, tokenizer).count
+    notes: dict[int, EntryNotes] = {}
+    for entry in entries:
+        report = decorators_read(entry.content) if book.profile == Profile.CLASSIC else None
+        notes[entry.pk] = EntryNotes(
+            warnings=entry_warnings(entry, book=book, book_in_use=in_use, count_tokens=count, decorators=report),
+            decorators=list(report.decorators) if report else [],
+        )
+    return notes
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanonLine:
+    entry_id: int
+    title: str
+    tokens: int
+    fits: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanonMeter:
+    model_id: str
+    tokenizer: str
+    tokens_are_estimate: bool  # the model has no bundled tokenizer: counts err high
+    input_window: int
+    budget: int
+    tokens: int  # what the book's canon asks for every turn
+    injected_tokens: int  # what W-1 packing would actually inject from this book alone
+    over_budget: bool
+    message: str
+    warning: str | None
+    entries: list[CanonLine]
+
+
+def book_canon_meter(
+    *, book: Book, model_id: str = "", input_window: int | None = None, tokenizer: str | None = None
+) -> CanonMeter:
+    """ "Core canon: N tokens per turn" for a model, with W-1's packing of this book alone.
+
+    Canon is the book's enabled canon entries in list order; the first always
+    stays, later ones that do not fit are skipped (SPEC §10, W-1).
+    """
+    window = input_window or model_input_window(model_id)
+    if not window:
+        raise ValidationFailed(
+            "Give the model's input window (input_window): the canon budget is 10% of it (W-1).",
+            field="input_window",
+            rule="W-1",
+        )
+    budget = limits.canon_budget(window)
+    counter = model_tokenizer(model_id, tokenizer)
+    count = counter.count
+    canon = Entry.objects.for_tenant(book.tenant).filter(book=book, constant=True, enabled=True).order_by(
+        "position", "id"
+    )
+    lines: list[CanonLine] = []
+    used = 0
+    total = 0
+    for entry in canon:
+        tokens = count(entry.content)
+        total += tokens
+        fits = not lines or used + tokens <= budget
+        if fits:
+            used += tokens
+        lines.append(CanonLine(entry_id=entry.pk, title=entry.title, tokens=tokens, fits=fits))
+    over = total > budget
+    dropped = sum(1 for line in lines if not line.fits)
+    warning = None
+    if over:
+        warning = (
+            f"Canon needs {total:,} tokens but this model's canon budget is {budget:,} (W-1)"
+            + (f"; {dropped} canon entr{'y' if dropped == 1 else 'ies'} would not be injected." if dropped else ".")
+        )
+    return CanonMeter(
+        model_id=model_id,
+        tokenizer=counter.name,
+        tokens_are_estimate=counter.is_estimate,
+        input_window=window,
+        budget=budget,
+        tokens=total,
+        injected_tokens=used,
+        over_budget=over,
+        message=f"Core canon: {total:,} tokens per turn",
+        warning=warning,
+        entries=lines,
+    )
+
+
+def book_for_lineage(*, actor: Actor, lineage: Lineage) -> Book | None:
+    """The persona book of a lineage, if the actor may read it (S-2)."""
+    return books_visible_to(actor).filter(lineage=lineage).first()
+
+
+def book_entries_live(
+    book: Book, *, channel_id: str | None = None, parent_channel_id: str | None = None
+) -> list[Entry]:
+    """Entries of ``book`` that may reach a prompt here (S-11, S-12, S-13, W-6), in list order."""
+    if not book.active:
+        return []
+    entries = Entry.objects.for_tenant(book.tenant).filter(book=book, enabled=True).order_by("position", "id")
+    return [
+        entry
+        for entry in entries
+        if entry_reaches_prompt(book, entry, channel_id=channel_id, parent_channel_id=parent_channel_id)
+    ]
+
+
+def book_version(book: Book) -> int:
+    """The book's current version (caches key on it)."""
+    return Book.objects.for_tenant(book.tenant).values_list("version", flat=True).get(pk=book.pk)

@@ -1,0 +1,113 @@
+"""Per-entry warnings shown in the editor list. Pure functions; nothing here writes.
+
+- ``long_entry`` (W-11): a world-book entry longer than the 800 tokens an
+  injected entry is trimmed to (W-5); split it.
+- ``multi_topic`` (W-11): probably several topics in one world-book entry: two
+  or more top-level Markdown headings (``#``/``##``), or text split by
+  separator lines (``---``, ``***``, ``===``) into parts of some substance.
+  Labelled sections ("Appearance:") are one topic and are not flagged.
+- ``never_surfaced`` (W-11): an enabled "when relevant" world-book entry that
+  never reached a chat while the book is in use (some entry of it has been).
+  A book nobody has used yet raises nothing.
+- ``unresolved_channel`` (S-13): a legacy `#channel` no admin has resolved;
+  the entry counts as active in all channels until one saves a selection.
+- ``unknown_decorator`` (C-13): an `@@` line the engine does not know; it is
+  kept in the content, left out of what the model sees, and reported.
+- ``decorator_ignored`` (C-13): a repeated decorator, a value given to a flag,
+  or decorators that cancel each other out.
+
+Token counts default to the engine's tokenizer registry (its estimate when no
+model is named), the same counts the live selection uses.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from books.decorators import DecoratorReport, decorators_read
+from books.models import Book, Entry, Profile
+from books.tokens import model_tokenizer
+
+LONG_ENTRY_TOKENS = 800  # W-5: injected entries are trimmed to 800 tokens
+MULTI_TOPIC_MIN_HEADINGS = 2
+MULTI_TOPIC_MIN_PART_CHARS = 40
+
+_HEADING = re.compile(r"^ {0,3}#{1,2}[ \t]+\S", re.MULTILINE)
+_SEPARATOR = re.compile(r"^[ \t]*(?:-{3,}|\*{3,}|={3,})[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntryWarning:
+    code: str
+    message: str
+    rule: str
+
+
+def looks_multi_topic(content: str) -> bool:
+    if len(_HEADING.findall(content)) >= MULTI_TOPIC_MIN_HEADINGS:
+        return True
+    parts = [part.strip() for part in _SEPARATOR.split(content)]
+    return sum(1 for part in parts if len(part) >= MULTI_TOPIC_MIN_PART_CHARS) >= 2
+
+
+def entry_warnings(
+    entry: Entry,
+    *,
+    book: Book,
+    book_in_use: bool,
+    count_tokens: Callable[[str], int] | None = None,
+    decorators: DecoratorReport | None = None,
+) -> list[EntryWarning]:
+    warnings: list[EntryWarning] = []
+    if book.profile == Profile.SMART:
+        tokens = (count_tokens or model_tokenizer(None).count)(entry.content)
+        if tokens > LONG_ENTRY_TOKENS:
+            warnings.append(
+                EntryWarning(
+                    code="long_entry",
+                    message=f"About {tokens:,} tokens: only {LONG_ENTRY_TOKENS} reach the model when it is "
+                    "injected whole. Split it into focused entries.",
+                    rule="W-11",
+                )
+            )
+        if looks_multi_topic(entry.content):
+            warnings.append(
+                EntryWarning(
+                    code="multi_topic",
+                    message="This entry seems to cover several topics; one topic per entry is retrieved more "
+                    "precisely.",
+                    rule="W-11",
+                )
+            )
+        if book_in_use and entry.enabled and not entry.constant and entry.usage_count == 0:
+            warnings.append(
+                EntryWarning(
+                    code="never_surfaced",
+                    message="This entry has never surfaced in a chat: its title may be too vague or its lore too "
+                    "thin.",
+                    rule="W-11",
+                )
+            )
+    if entry.unresolved_channels:
+        names = ", ".join(entry.unresolved_channels)
+        warnings.append(
+            EntryWarning(
+                code="unresolved_channel",
+                message=f"Legacy channel {names} is not resolved; the entry counts as active in all channels "
+                "until an admin saves a channel selection.",
+                rule="S-13",
+            )
+        )
+    if book.profile == Profile.CLASSIC:
+        report = decorators if decorators is not None else decorators_read(entry.content)
+        for problem in report.warnings:
+            where = f"Line {problem.line}: " if problem.line else ""
+            warnings.append(
+                EntryWarning(
+                    code="unknown_decorator" if problem.kind == "unknown" else "decorator_ignored",
+                    message=f"{where}{problem.message}.",
+                    rule="C-13",
+                )
+            )
+    return warnings

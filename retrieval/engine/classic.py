@@ -1,0 +1,275 @@
+"""The ``classic`` profile: keyword lorebooks with ``@@`` decorators (SPEC §2).
+
+One turn, in order:
+
+1. All attached books are one group (C-1): one compiled book set, one scan.
+2. Gates: disabled entries never fire (C-7); chat-dependent decorators
+   (``@@is_greeting``, ``@@activate_only_after``, ``@@activate_only_every``,
+   ``@@dont_activate_after_match``) block an entry before any matching.
+3. Activation: constant entries (C-7) and entries whose ``@@keep`` has started
+   need no key; others need a primary key within their scan depth, counted in
+   messages of both sides (C-2, C-5), and their secondary logic (C-6).
+4. Probability (entry field or ``@@probability``) is rolled once per turn per
+   entry (C-13). ``@@keep`` entries already active skip the roll.
+5. Recursion (C-4): when a book has recursive scanning on, the content of its
+   activated entries is scanned again and may activate entries of any attached
+   book; up to three passes after the chat scan. An entry that would only have
+   been reached by a fourth pass is logged as ``recursion``.
+6. Budget (C-3, C-10, C-14): the highest token budget among the attached books,
+   counted with the model's tokenizer on the text the model sees (decorator
+   lines removed, name macros replaced). While activated lore is over budget,
+   the lowest-priority entry is dropped (ties: lower order, then higher id
+   drops first).
+7. Placement (C-11, C-12): survivors by order descending, then priority
+   descending, then entry id ascending; one ``lorebook`` slot, one message per
+   entry with its role. The title never reaches the model (C-9).
+8. Timed state: ``@@keep`` starts and ``@@dont_activate_after_match`` is spent
+   when the entry activates (matched, gates and probability passed), whether
+   or not the budget then lets it in.
+
+Every entry of every book gets one request-log record (C-15).
+"""
+from __future__ import annotations
+
+from .decorators import gate_allows
+from .keyword import (
+    CLASSIC_DEFAULT_TOKEN_BUDGET,
+    CLASSIC_RECURSION_PASSES,
+    CompiledBookSet,
+    Trigger,
+    book_set_compile,
+    chat_hits,
+    entry_evidence,
+    log_record,
+    macros_apply,
+    probability_detail,
+    probability_passes,
+    trigger_of,
+)
+from .tokenizers import Tokenizer
+from .values import Injection, LogRecord, Outcome, Selection, TimedState, TurnRequest
+
+__all__ = ["classic_assemble", "classic_select"]
+
+SLOT = "lorebook"
+
+
+def classic_assemble(request: TurnRequest, *, tokenizer: Tokenizer) -> Selection:
+    """Assemble one classic turn: injections for the ``lorebook`` slot, the request log, the new timed state."""
+    return classic_select(book_set_compile(request.books, profile="classic"), request, tokenizer=tokenizer)
+
+
+def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer: Tokenizer) -> Selection:
+    """:func:`classic_assemble` on an already compiled book set (the request's books, compiled for classic)."""
+    entries = compiled.entries
+    chat = request.chat
+    state = request.state
+    seed, turn = request.seed, request.turn_number
+    hits = chat_hits(compiled, chat)
+    records: list[LogRecord] = list(compiled.quiet_records)
+
+    blocked: set[int] = set()
+    for index in compiled.gated:
+        gated = entries[index]
+        if not gated.entry.enabled:
+            continue
+        reason = gate_allows(gated.decorators, chat, spent=gated.entry.id in state.spent)
+        if reason is not None:
+            records[index] = log_record(gated, Outcome.DECORATOR, reason)
+            blocked.add(index)
+
+    activated: dict[int, Trigger] = {}
+    rendered: dict[int, str] = {}
+
+    def consider(index: int, recursed: dict[int, int]) -> bool:
+        """Try to activate one entry; records why not. True when it activates."""
+        candidate = entries[index]
+        if index in activated or index in blocked or not candidate.entry.enabled:
+            return False
+        rolled = True
+        if candidate.entry.constant:
+            trigger = Trigger(detail="constant entry")
+        elif candidate.decorators.keep and candidate.entry.id in state.kept:
+            trigger = Trigger(detail="@@keep: active since its first match")
+            rolled = False  # already won its roll when it first matched
+        else:
+            evidence = entry_evidence(compiled, candidate, hits, recursed)
+            if not evidence.matched:
+                return False
+            trigger = trigger_of(evidence, compiled, chat)
+            if not evidence.secondary_ok:
+                records[index] = log_record(
+                    candidate,
+                    Outcome.SECONDARY_FAILED,
+                    f"{trigger.detail}; {evidence.detail}",
+                    key=trigger.key,
+                    message=trigger.message,
+                    via_entry=trigger.via_entry,
+                )
+                return False
+        if rolled and not probability_passes(candidate.probability, seed=seed, turn=turn, entry_id=candidate.entry.id):
+            records[index] = log_record(
+                candidate,
+                Outcome.PROBABILITY,
+                f"{trigger.detail}; {probability_detail(candidate.probability)}",
+                key=trigger.key,
+                message=trigger.message,
+                via_entry=trigger.via_entry,
+            )
+            blocked.add(index)
+            return False
+        activated[index] = trigger
+        rendered[index] = macros_apply(candidate.text, request.names)
+        return True
+
+    first_pass = set(compiled.always)
+    first_pass.update(i for i in compiled.keepers if entries[i].entry.id in state.kept)
+    first_pass.update(compiled.key_entry[key] for key in hits)
+    no_recursion: dict[int, int] = {}
+    for index in sorted(first_pass):
+        consider(index, no_recursion)
+
+    frontier = [i for i in activated if entries[i].book.settings.recursive]
+    recursed: dict[int, int] = {}
+    passes = 0
+    while frontier and passes < CLASSIC_RECURSION_PASSES:
+        passes += 1
+        found = compiled.matcher.find_first([rendered[i] for i in frontier])
+        new_keys = {key: frontier[text] for key, text in found.items() if key not in recursed}
+        if not new_keys:
+            frontier = []
+            break
+        recursed.update(new_keys)
+        owners = sorted({compiled.key_entry[key] for key in new_keys})
+        frontier = [i for i in owners if consider(i, recursed) and entries[i].book.settings.recursive]
+    _explain_unrecursed(compiled, records, activated, rendered, frontier)
+
+    budget = max(
+        (book.settings.token_budget for book in request.books if book.settings.token_budget is not None),
+        default=CLASSIC_DEFAULT_TOKEN_BUDGET,
+    )
+    tokens = {index: tokenizer.count(rendered[index]) for index in activated}
+    total = sum(tokens.values())
+    survival = sorted(
+        activated,
+        key=lambda i: (
+            -entries[i].priority,
+            -entries[i].order,
+            entries[i].id_key,
+            entries[i].book_index,
+            entries[i].position,
+        ),
+    )
+    dropped: set[int] = set()
+    activated_total = total
+    for index in reversed(survival):
+        if total <= budget:
+            break
+        dropped.add(index)
+        total -= tokens[index]
+        candidate = entries[index]
+        trigger = activated[index]
+        records[index] = log_record(
+            candidate,
+            Outcome.OVER_BUDGET,
+            f"{trigger.detail}; {tokens[index]} tokens at priority {candidate.priority}: activated lore came to "
+            f"{activated_total} tokens, over the {budget}-token budget, and lower priorities drop first",
+            key=trigger.key,
+            message=trigger.message,
+            via_entry=trigger.via_entry,
+        )
+
+    placed = sorted(
+        (i for i in activated if i not in dropped),
+        key=lambda i: (
+            -entries[i].order,
+            -entries[i].priority,
+            entries[i].id_key,
+            entries[i].book_index,
+            entries[i].position,
+        ),
+    )
+    injections: list[Injection] = []
+    for index in placed:
+        candidate = entries[index]
+        trigger = activated[index]
+        injections.append(
+            Injection(
+                entry=candidate.entry.id,
+                book=candidate.book.name,
+                slot=SLOT,
+                role=candidate.role,
+                content=rendered[index],
+                tokens=tokens[index],
+            )
+        )
+        records[index] = log_record(
+            candidate,
+            Outcome.INJECTED,
+            f"{trigger.detail}; {tokens[index]} tokens",
+            key=trigger.key,
+            message=trigger.message,
+            via_entry=trigger.via_entry,
+        )
+
+    new_state = TimedState(
+        kept=state.kept | {entries[i].entry.id for i in activated if entries[i].decorators.keep},
+        spent=state.spent
+        | {entries[i].entry.id for i in activated if entries[i].decorators.dont_activate_after_match},
+    )
+    return Selection(
+        injections=tuple(injections),
+        request_log=tuple(records),
+        state=new_state,
+        warnings=compiled.warnings,
+        tokenizer=tokenizer.name,
+        tokens_estimated=tokenizer.is_estimate,
+    )
+
+
+def _explain_unrecursed(
+    compiled: CompiledBookSet,
+    records: list[LogRecord],
+    activated: dict[int, Trigger],
+    rendered: dict[int, str],
+    beyond_limit: list[int],
+) -> None:
+    """Say so in the log when an unmatched entry's key sits in activated lore that was not rescanned.
+
+    Two reasons: the entry holding the key belongs to a book with recursive
+    scanning off (outcome stays ``not_matched``), or it was activated by the
+    last allowed pass (outcome ``recursion``).
+    """
+    entries = compiled.entries
+    sources = [(i, True) for i in beyond_limit]
+    sources += [(i, False) for i in activated if not entries[i].book.settings.recursive]
+    if not sources:
+        return
+    found = compiled.matcher.find_first([rendered[i] for i, _ in sources])
+    for key, text in sorted(found.items()):
+        owner, primary = compiled.key_entry[key], compiled.key_primary[key]
+        if not primary or owner in activated or records[owner].outcome != Outcome.NOT_MATCHED:
+            continue
+        if records[owner] is not compiled.quiet_records[owner]:
+            continue  # already explained by an earlier key
+        source, beyond = sources[text]
+        source_entry = entries[source]
+        key_text = compiled.key_text(key)
+        if beyond:
+            records[owner] = log_record(
+                entries[owner],
+                Outcome.RECURSION,
+                f"key {key_text!r} is in the content of entry {source_entry.entry.id}, which the last of "
+                f"{CLASSIC_RECURSION_PASSES} recursion passes activated; no further pass is made",
+                key=key_text,
+                via_entry=source_entry.entry.id,
+            )
+        else:
+            records[owner] = log_record(
+                entries[owner],
+                Outcome.NOT_MATCHED,
+                f"key {key_text!r} is in the content of entry {source_entry.entry.id}, but book "
+                f"{source_entry.book.name!r} has recursive scanning off",
+                key=key_text,
+                via_entry=source_entry.entry.id,
+            )

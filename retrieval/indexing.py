@@ -1,0 +1,427 @@
+"""Indexing services: keep one current vector per enabled entry of every smart book.
+
+A vector is *current* when it was computed by the configured embedder (its
+``model_name``) from the entry's present text (its ``content_hash``, the same
+``books.models.content_hash`` the books app uses). Indexing is idempotent by
+construction: an entry whose vector is current is skipped without embedding, so
+retries, duplicate tasks and sweeps never embed the same text twice, and a model
+change re-indexes everything because every vector stops being current.
+
+States (``Entry.indexing_state``, W-7): scheduling marks entries *pending*
+("indexing for smart retrieval…"); a stored vector makes them *indexed*; an
+embedder error makes them *failed*. Disabled entries are never embedded and
+their vectors are deleted (W-6); they are left *pending*, which the sweep
+ignores, and become indexed again when re-enabled and scheduled.
+
+Only smart-profile books are indexed (W-4 is the only consumer of vectors).
+
+"Mostly indexed" (W-7 fallback): at least :data:`MOSTLY_INDEXED` (90%) of the
+book's enabled entries have a vector of the configured model. A vector that is
+merely behind an edit still counts: it describes the same entry, and serving it
+until the new one lands beats dropping the entry from semantic matches. An empty
+book is fully indexed.
+
+Tasks take ids, and the tenant id travels with the entry ids: every query here
+starts from ``for_tenant``, so no cross-tenant read is needed.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from books.models import Book, Entry, IndexingState, Profile, content_hash
+from lore_platform.tenancy.models import Tenant
+from retrieval.embedders import embedder_configured_name, embedder_get
+from retrieval.engine.embeddings import Embedder, Vector, batched, entry_passage_text
+from retrieval.models import EntryVector
+
+logger = logging.getLogger(__name__)
+
+MOSTLY_INDEXED = 0.9
+INDEXED_PROFILES = frozenset({Profile.SMART})
+# Entries embedded and written per transaction: a crash loses at most one chunk,
+# and no transaction stays open for long.
+WRITE_CHUNK = 64
+# Entry ids per scheduled task: a 500-entry import becomes several tasks that
+# workers share.
+TASK_CHUNK = 100
+# The sweep leaves fresh pending entries to the task their edit scheduled.
+SWEEP_GRACE = timedelta(minutes=2)
+SWEEP_LIMIT = 5000
+
+_VECTOR_FIELDS = ("book", "model_name", "dimension", "content_hash", "embedding", "created_at")
+_ENTRY_FIELDS = ("id", "tenant_id", "book_id", "title", "content", "keys", "enabled", "indexing_state")
+
+
+@dataclass(kw_only=True)
+class IndexingReport:
+    """What one indexing run did, entry ids per outcome."""
+
+    embedded: list[int] = field(default_factory=list)
+    current: list[int] = field(default_factory=list)  # vector already current: nothing embedded
+    removed: list[int] = field(default_factory=list)  # disabled, or book not smart: vector deleted
+    superseded: list[int] = field(default_factory=list)  # edited while embedding: the newer task indexes it
+    failed: list[int] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)  # deleted, or not this tenant's
+
+
+def entry_content_hash(entry: Entry) -> str:
+    return content_hash(entry.title, entry.content, list(entry.keys or []))
+
+
+def entry_passage(entry: Entry) -> str:
+    return entry_passage_text(entry.title, entry.content, [str(k) for k in entry.keys or []])
+
+
+# --- scheduling ---------------------------------------------------------------
+
+
+def entries_schedule_indexing(*, tenant: Tenant | int, entry_ids: Iterable[int]) -> None:
+    """Mark entries pending now and index them after the surrounding transaction commits.
+
+    Call it from every write that changes what an entry embeds or whether it is
+    enabled (create, edit, enable/disable, import, move into a smart book). The
+    task gets ids only and runs after commit, so it never reads uncommitted or
+    stale rows. A broker outage is logged, not raised (the edit is committed;
+    the sweep picks the entries up).
+    """
+    ids = sorted({int(i) for i in entry_ids})
+    resolved = _tenant_resolve(tenant)
+    if not ids or resolved is None:
+        return
+    tenant_id = resolved.pk
+    Entry.objects.for_tenant(resolved).filter(pk__in=ids, enabled=True, book__profile__in=INDEXED_PROFILES).exclude(
+        indexing_state=IndexingState.PENDING
+    ).update(indexing_state=IndexingState.PENDING)
+    from retrieval.tasks import index_entries
+
+    for chunk in batched(ids, TASK_CHUNK):
+        transaction.on_commit(lambda chunk=chunk: index_entries.delay(tenant_id, chunk), robust=True)
+
+
+def book_schedule_indexing(*, tenant: Tenant | int, book_id: int) -> None:
+    """Index a whole book after commit (profile changed to smart, model changed, import)."""
+    from retrieval.tasks import reindex_book
+
+    tenant_id = _tenant_id(tenant)
+    transaction.on_commit(lambda: reindex_book.delay(tenant_id, book_id), robust=True)
+
+
+# --- indexing -------------------------------------------------------------------
+
+
+def entry_index(entry_id: int, *, tenant: Tenant | int, embedder: Embedder | None = None) -> IndexingReport:
+    """Bring one entry's vector up to date (see :func:`entries_index`)."""
+    return entries_index(tenant=tenant, entry_ids=[entry_id], embedder=embedder)
+
+
+def book_reindex(
+    book_id: int, *, tenant: Tenant | int, embedder: Embedder | None = None, force: bool = False
+) -> IndexingReport:
+    """Bring every entry of a book up to date; ``force`` re-embeds even current vectors."""
+    resolved = _tenant_resolve(tenant)
+    if resolved is None:
+        return IndexingReport()
+    ids = list(Entry.objects.for_tenant(resolved).filter(book_id=book_id).values_list("pk", flat=True))
+    return entries_index(tenant=resolved, entry_ids=ids, embedder=embedder, force=force)
+
+
+def entries_index(
+    *,
+    tenant: Tenant | int,
+    entry_ids: Collection[int],
+    embedder: Embedder | None = None,
+    force: bool = False,
+) -> IndexingReport:
+    """Idempotently index entries of one tenant; returns what happened to each id.
+
+    Enabled entries of smart books get a current vector (embedding only the stale
+    ones, in batches); other entries lose theirs. Database errors propagate (the
+    task retries); embedder errors mark the entries failed and do not.
+    """
+    embedder = embedder if embedder is not None else embedder_get()
+    report = IndexingReport()
+    wanted = sorted({int(i) for i in entry_ids})
+    resolved = _tenant_resolve(tenant)
+    if resolved is None:
+        report.missing = wanted
+        return report
+    if not wanted:
+        return report
+    entries = {
+        e.pk: e
+        for e in Entry.objects.for_tenant(resolved)
+        .filter(pk__in=wanted)
+        .select_related("book")
+        .only(*_ENTRY_FIELDS, "book__profile")
+    }
+    report.missing = [i for i in wanted if i not in entries]
+    vectors = {
+        v.entry_id: v
+        for v in EntryVector.objects.for_tenant(resolved)
+        .filter(entry_id__in=entries)
+        .only("id", "entry_id", "book_id", "model_name", "content_hash")
+    }
+
+    to_embed: list[tuple[Entry, str]] = []
+    unindexable: list[int] = []
+    moved: dict[int, int] = {}
+    for entry_id, entry in entries.items():
+        if not entry.enabled or entry.book.profile not in INDEXED_PROFILES:
+            unindexable.append(entry_id)
+            continue
+        digest = entry_content_hash(entry)
+        vector = vectors.get(entry_id)
+        if (
+            not force
+            and vector is not None
+            and vector.content_hash == digest
+            and vector.model_name == embedder.name
+        ):
+            report.current.append(entry_id)
+            if vector.book_id != entry.book_id:
+                moved[vector.pk] = entry.book_id
+            continue
+        to_embed.append((entry, digest))
+
+    if unindexable:
+        _vectors_remove(resolved, unindexable)
+        report.removed.extend(unindexable)
+    for vector_id, book_id in moved.items():
+        EntryVector.objects.for_tenant(resolved).filter(pk=vector_id).update(book_id=book_id)
+    _states_set(resolved, report.current, IndexingState.INDEXED)
+
+    for chunk in batched(to_embed, WRITE_CHUNK):
+        try:
+            embedded = embedder.embed_passages([entry_passage(entry) for entry, _ in chunk])
+        except Exception:  # the model, not the database: retrying the same text will not help
+            logger.exception("embedding failed for entries %s", [entry.pk for entry, _ in chunk])
+            failed = [entry.pk for entry, _ in chunk]
+            _states_set(resolved, failed, IndexingState.FAILED)
+            report.failed.extend(failed)
+            continue
+        _vectors_write(resolved, embedder, chunk, embedded, report)
+    return report
+
+
+def _vectors_write(
+    tenant: Tenant,
+    embedder: Embedder,
+    chunk: list[tuple[Entry, str]],
+    embedded: Sequence[Vector],
+    report: IndexingReport,
+) -> None:
+    """Store vectors for entries whose text did not change while they were embedded."""
+    ids = [entry.pk for entry, _ in chunk]
+    with transaction.atomic():
+        locked = Entry.objects.for_tenant(tenant).filter(pk__in=ids).select_related("book")
+        if transaction.get_connection().features.has_select_for_update:
+            # Serialises with a concurrent edit of the same entry (PostgreSQL).
+            locked = locked.select_for_update(of=("self",))
+        now_rows = {e.pk: e for e in locked.only(*_ENTRY_FIELDS, "book__profile")}
+        existing = {
+            v.entry_id: v
+            for v in EntryVector.objects.for_tenant(tenant).filter(entry_id__in=ids).only("id", "entry_id")
+        }
+        to_create: list[EntryVector] = []
+        to_update: list[EntryVector] = []
+        done: list[int] = []
+        now = timezone.now()
+        for (entry, digest), vector in zip(chunk, embedded):
+            current = now_rows.get(entry.pk)
+            if (
+                current is None
+                or not current.enabled
+                or current.book.profile not in INDEXED_PROFILES
+                or entry_content_hash(current) != digest
+            ):
+                report.superseded.append(entry.pk)
+                continue
+            values = {
+                "book_id": current.book_id,
+                "model_name": embedder.name,
+                "dimension": int(len(vector)),
+                "content_hash": digest,
+                "embedding": vector,
+                "created_at": now,
+            }
+            row = existing.get(entry.pk)
+            if row is None:
+                to_create.append(EntryVector(tenant=tenant, entry_id=entry.pk, **values))
+            else:
+                for name, value in values.items():
+                    setattr(row, name, value)
+                to_update.append(row)
+            done.append(entry.pk)
+        if to_create:
+            EntryVector.objects.for_tenant(tenant).bulk_create(to_create)
+        if to_update:
+            EntryVector.objects.for_tenant(tenant).bulk_update(to_update, fields=list(_VECTOR_FIELDS))
+        _states_set(tenant, done, IndexingState.INDEXED)
+    report.embedded.extend(done)
+
+
+def _vectors_remove(tenant: Tenant, entry_ids: list[int]) -> None:
+    EntryVector.objects.for_tenant(tenant).filter(entry_id__in=entry_ids).delete()
+    # Not "indexed" (no vector) and not failed: pending, which the sweep skips for
+    # disabled entries and which is true again once the entry is re-enabled.
+    _states_set(tenant, entry_ids, IndexingState.PENDING)
+
+
+def _states_set(tenant: Tenant, entry_ids: list[int], state: str) -> None:
+    if entry_ids:
+        # update(): indexing is not an edit, so updated_at and the book version stay.
+        Entry.objects.for_tenant(tenant).filter(pk__in=entry_ids).exclude(indexing_state=state).update(
+            indexing_state=state
+        )
+
+
+def _tenant_resolve(tenant: Tenant | int) -> Tenant | None:
+    """The tenant itself, or loaded from its id (tasks carry ids); None when it is gone."""
+    if isinstance(tenant, Tenant):
+        return tenant
+    return Tenant.objects.filter(pk=int(tenant)).first()
+
+
+def _tenant_id(tenant: Tenant | int) -> int:
+    return int(tenant.pk if isinstance(tenant, Tenant) else tenant)
+
+
+# --- coverage (W-7) ---------------------------------------------------------------
+
+# Coverage is asked for on every turn, and counting a 2,000-entry book's enabled
+# entries costs 6-14 ms; it is cached per process under the book's vector stamp
+# and recomputed only when that changes.
+_COVERAGE_CACHE_BOOKS = 1024
+_coverage_cache: OrderedDict[tuple[int, int, str], tuple[tuple[Any, ...], float]] = OrderedDict()
+_coverage_lock = threading.Lock()
+
+
+def books_vector_stamps(
+    tenant: Tenant, book_ids: Collection[int], *, model_name: str
+) -> dict[int, tuple[Any, ...]]:
+    """Per book, a value that changes whenever its entries or its vectors of the model change.
+
+    The book's version and ``updated_at`` (bumped by every entry write, enabling
+    and disabling included) plus the count and newest ``created_at`` of its
+    vectors (indexing does not bump the version). One query, index-only on the
+    vectors' (book, model_name, created_at) index.
+    """
+    of_model = Q(entry_vectors__model_name=model_name)
+    rows = (
+        Book.objects.for_tenant(tenant)
+        .filter(pk__in=list(book_ids))
+        .annotate(
+            vectors=Count("entry_vectors", filter=of_model),
+            newest=Max("entry_vectors__created_at", filter=of_model),
+        )
+        .values("pk", "version", "updated_at", "vectors", "newest")
+    )
+    return {row["pk"]: (row["version"], row["updated_at"], row["vectors"], row["newest"]) for row in rows}
+
+
+def coverage_cache_clear() -> None:
+    with _coverage_lock:
+        _coverage_cache.clear()
+
+
+def books_index_coverage(
+    tenant: Tenant, book_ids: Collection[int], *, model_name: str | None = None
+) -> dict[int, float]:
+    """Per book: the share of enabled entries that have a vector of the model (1.0 if none)."""
+    name = model_name or embedder_configured_name()
+    wanted = [int(b) for b in book_ids]
+    coverage = {book_id: 1.0 for book_id in wanted}
+    stamps = books_vector_stamps(tenant, wanted, model_name=name)
+    stale: list[int] = []
+    with _coverage_lock:
+        for book_id, stamp in stamps.items():
+            cached = _coverage_cache.get((tenant.pk, book_id, name))
+            if cached is not None and cached[0] == stamp:
+                coverage[book_id] = cached[1]
+            else:
+                stale.append(book_id)
+    if not stale:
+        return coverage
+    rows = (
+        Entry.objects.for_tenant(tenant)
+        .filter(book_id__in=stale, enabled=True)
+        .values("book_id")
+        .annotate(total=Count("pk"), indexed=Count("pk", filter=Q(vector__model_name=name)))
+    )
+    for row in rows:
+        coverage[row["book_id"]] = row["indexed"] / row["total"] if row["total"] else 1.0
+    with _coverage_lock:
+        for book_id in stale:
+            _coverage_cache[(tenant.pk, book_id, name)] = (stamps[book_id], coverage[book_id])
+            _coverage_cache.move_to_end((tenant.pk, book_id, name))
+        while len(_coverage_cache) > _COVERAGE_CACHE_BOOKS:
+            _coverage_cache.popitem(last=False)
+    return coverage
+
+
+def book_index_coverage(book: Book, *, model_name: str | None = None) -> float:
+    """Share (0.0-1.0) of the book's enabled entries that have a vector of the configured model."""
+    return books_index_coverage(book.tenant, [book.pk], model_name=model_name)[book.pk]
+
+
+def book_is_mostly_indexed(book: Book, *, model_name: str | None = None) -> bool:
+    """W-7: semantic matching is trusted once ≥ 90% of enabled entries have a vector."""
+    return book_index_coverage(book, model_name=model_name) >= MOSTLY_INDEXED
+
+
+def books_mostly_indexed(
+    tenant: Tenant, book_ids: Collection[int], *, model_name: str | None = None
+) -> dict[int, bool]:
+    """:func:`book_is_mostly_indexed` for several books in one query (per turn)."""
+    return {
+        book_id: value >= MOSTLY_INDEXED
+        for book_id, value in books_index_coverage(tenant, book_ids, model_name=model_name).items()
+    }
+
+
+# --- sweep ---------------------------------------------------------------------------
+
+
+def entries_needing_index(
+    tenant: Tenant, *, grace: timedelta = SWEEP_GRACE, model_name: str | None = None
+) -> list[int]:
+    """Enabled smart entries left behind: pending past the grace period, or with no
+    vector of the configured model (a model change, a lost task). Entries pending
+    for less than ``grace`` are left to the task their edit scheduled; failed ones
+    to an explicit re-index."""
+    name = model_name or embedder_configured_name()
+    fresh = Q(indexing_state=IndexingState.PENDING, updated_at__gte=timezone.now() - grace)
+    needs = Q(indexing_state=IndexingState.PENDING) | (
+        ~Q(vector__model_name=name) & ~Q(indexing_state=IndexingState.FAILED)
+    )
+    return list(
+        Entry.objects.for_tenant(tenant)
+        .filter(enabled=True, book__profile__in=INDEXED_PROFILES)
+        .filter(needs)
+        .exclude(fresh)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:SWEEP_LIMIT]
+    )
+
+
+def entries_pending_sweep(*, grace: timedelta = SWEEP_GRACE) -> int:
+    """Schedule indexing for every tenant's left-behind entries; returns how many."""
+    from retrieval.tasks import index_entries
+
+    scheduled = 0
+    for tenant in Tenant.objects.order_by("pk"):
+        ids = entries_needing_index(tenant, grace=grace)
+        for chunk in batched(ids, TASK_CHUNK):
+            index_entries.delay(tenant.pk, chunk)
+        scheduled += len(ids)
+    return scheduled

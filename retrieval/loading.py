@@ -1,0 +1,105 @@
+"""Books from the database as engine values, cached per book version.
+
+A turn reads only the book rows; a book's entries are loaded once per version
+(every change bumps it), so repeated turns share one immutable engine value
+and the compiled matchers keyed on it.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from books.models import Book, Entry
+from retrieval.engine import values as ev
+
+ENGINE_BOOK_CACHE_SIZE = 256
+
+
+class _EngineBookCache:
+    """Engine values of books, keyed by (book id, version): a new version is a new key."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[int, int, float], ev.Book] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int, float]) -> ev.Book | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[int, int, float], value: ev.Book) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+engine_book_cache = _EngineBookCache(ENGINE_BOOK_CACHE_SIZE)
+
+
+def engine_entry(entry: Entry) -> ev.Entry:
+    keys = tuple(k for k in entry.keys if isinstance(k, str))
+    return ev.Entry(
+        id=str(entry.pk),
+        title=entry.title,
+        content=entry.content,
+        keys=keys,
+        secondary_keys=tuple(k for k in entry.secondary_keys if isinstance(k, str)),
+        secondary_logic=entry.secondary_logic,  # type: ignore[arg-type]
+        constant=entry.constant,
+        canon=entry.constant,
+        enabled=entry.enabled,
+        order=entry.order,
+        priority=entry.priority,
+        probability=entry.probability,
+        scan_depth=entry.scan_depth,
+        case_sensitive=entry.case_sensitive,
+        whole_words=entry.whole_words,
+        role=entry.role,  # type: ignore[arg-type]
+        placement=entry.placement,  # type: ignore[arg-type]
+        # Smart reads keys as aliases (I-5).
+        aliases=keys,
+        # Unresolved legacy #channel names count as all channels until an admin saves a selection (S-13).
+        channels=tuple(entry.channels) if not entry.unresolved_channels else (),
+    )
+
+
+def engine_book(book: Book) -> ev.Book:
+    """The engine value of ``book`` at its current version (cached)."""
+    # Row ids can be reused (SQLite after a delete, a restored backup): the creation
+    # time tells two books with one id apart, the version tells two states of one book.
+    key = (book.pk, book.version, book.created_at.timestamp())
+    cached = engine_book_cache.get(key)
+    if cached is not None:
+        return cached
+    rows = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
+    scope = book.scope if book.scope in {"server", "persona"} else None
+    value = ev.Book(
+        # Injections and the request log name books by id: titles may repeat across tenants.
+        id=f"{book.pk}@{book.created_at.timestamp()}",
+        name=str(book.pk),
+        entries=tuple(engine_entry(row) for row in rows),
+        settings=ev.BookSettings(
+            scan_depth=book.scan_depth,
+            token_budget=book.token_budget,
+            recursive=book.recursive,
+            active=book.active,
+            channels=tuple(book.channels or ()),
+            case_sensitive=book.case_sensitive,
+            whole_words=book.whole_words,
+        ),
+        scope=scope,  # type: ignore[arg-type]
+        version=book.version,
+    )
+    engine_book_cache.put(key, value)
+    return value
+
+

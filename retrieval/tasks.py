@@ -1,0 +1,61 @@
+"""Celery tasks for smart-retrieval indexing.
+
+Tasks take ids only (the tenant id with the entry ids: every read is tenant-
+scoped) and are idempotent: indexing skips entries whose vector is current, so
+``acks_late`` redelivery, retries and the sweep never embed the same text twice.
+Database hiccups (a lost connection, a deadlock, two workers inserting the same
+entry's vector at once) are retried with backoff; model errors are recorded on
+the entries as "failed" by the service and not retried.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, InterfaceError, OperationalError
+
+from lore_platform.celery import app
+
+TRANSIENT_ERRORS = (OperationalError, InterfaceError, IntegrityError)
+_RETRY: dict[str, Any] = {
+    "acks_late": True,
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_backoff": 2,
+    "retry_backoff_max": 120,
+    "retry_jitter": True,
+    "max_retries": 6,
+}
+
+
+def _summary(report: Any) -> dict[str, int]:
+    return {
+        "embedded": len(report.embedded),
+        "current": len(report.current),
+        "removed": len(report.removed),
+        "superseded": len(report.superseded),
+        "failed": len(report.failed),
+        "missing": len(report.missing),
+    }
+
+
+@app.task(name="retrieval.index_entries", **_RETRY)
+def index_entries(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
+    """Bring these entries' vectors up to date."""
+    from retrieval.indexing import entries_index
+
+    return _summary(entries_index(tenant=tenant_id, entry_ids=entry_ids))
+
+
+@app.task(name="retrieval.reindex_book", **_RETRY)
+def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
+    """Bring every entry of a book up to date (embeds only stale ones)."""
+    from retrieval.indexing import book_reindex
+
+    return _summary(book_reindex(book_id, tenant=tenant_id))
+
+
+@app.task(name="retrieval.index_pending_sweep", **_RETRY)
+def index_pending_sweep() -> int:
+    """Periodic safety net (celery beat): schedule entries left pending or stale."""
+    from retrieval.indexing import entries_pending_sweep
+
+    return entries_pending_sweep()
