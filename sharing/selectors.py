@@ -17,8 +17,8 @@ import numpy as np
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models.expressions import RawSQL
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -38,9 +38,7 @@ from sharing.translation import PackageTranslator
 NON_PRIVATE = (Visibility.PUBLIC, Visibility.UNLISTED)
 PRIVATE_AGAIN_REASON = "the owner made this book private"
 
-LibrarySort = Literal["newest", "most_copied", "most_attached", "relevance"]
 LIBRARY_SORTS: tuple[str, ...] = ("newest", "most_copied", "most_attached", "relevance")
-SearchMode = Literal["text", "meaning"]
 SEARCH_MODES: tuple[str, ...] = ("text", "meaning")
 # Search by meaning returns the nearest books, best first; pages are cut from these.
 MEANING_LIMIT = 100
@@ -222,7 +220,8 @@ def _library_base(*, tag: str | None, language: str | None) -> QuerySet[Book]:
     if tag and tag.strip():
         books = books.filter(share__tags_index__contains=f"|{tag_normalise(tag)}|")
     if language and language.strip():
-        books = books.filter(language__iexact=language.strip())
+        base = config.language_base(language)  # "en" also finds books written in "en-GB"
+        books = books.filter(Q(language__iexact=base) | Q(language__istartswith=f"{base}-"))
     return books
 
 

@@ -15,12 +15,13 @@ their own modules, ``retrieval.engine.<profile>``, exposing
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from importlib import import_module
-from typing import cast
+from typing import TYPE_CHECKING
 
 from .tokenizers import Tokenizer
 from .values import Selection, TurnRequest
+
+if TYPE_CHECKING:
+    from .smart import MeaningSearch
 
 __all__ = ["ProfileUnavailableError", "assemble"]
 
@@ -29,8 +30,14 @@ class ProfileUnavailableError(LookupError):
     """The request names a profile this installation has no engine for."""
 
 
-def assemble(request: TurnRequest, *, tokenizer: Tokenizer) -> Selection:
-    """Run one turn under the request's profile."""
+def assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: MeaningSearch | None = None) -> Selection:
+    """Run one turn under the request's profile.
+
+    ``meaning`` is the semantic-retrieval port of the smart profile (W-4);
+    without it smart falls back to names plus list order (W-7). The
+    ``sillytavern`` profile works on SillyTavern's own entry values and is
+    run through :mod:`retrieval.engine.sillytavern`, not through this function.
+    """
     profile = request.profile
     if profile == "classic":
         from .classic import classic_assemble
@@ -40,9 +47,8 @@ def assemble(request: TurnRequest, *, tokenizer: Tokenizer) -> Selection:
         from .server import server_assemble
 
         return server_assemble(request, tokenizer=tokenizer)
-    try:
-        module = import_module(f"{__name__}.{profile}")
-        runner = getattr(module, f"{profile}_assemble")
-    except (ModuleNotFoundError, AttributeError) as error:
-        raise ProfileUnavailableError(f"profile {profile!r} is not available in this engine yet") from error
-    return cast(Callable[..., Selection], runner)(request, tokenizer=tokenizer)
+    if profile == "smart":
+        from .smart import smart_assemble
+
+        return smart_assemble(request, tokenizer=tokenizer, meaning=meaning)
+    raise ProfileUnavailableError(f"profile {profile!r} does not run on generic engine values")

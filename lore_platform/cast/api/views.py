@@ -236,6 +236,7 @@ class StatelessContextView(TenantAPIView):
             gathering=Gathering(books=books, left_out=left_out),
             state=ev.TimedState.from_dict(request.data.get("timed_state") if isinstance(request.data, dict) else None),
             seed=f"tenant-{self.actor.tenant.pk}",
+            tenant=self.actor.tenant,
         )
         return Response(result.as_dict())
 
@@ -278,6 +279,7 @@ class BookPreviewView(TenantAPIView):
             gathering=Gathering(books=[GatheredBook(book=book, label=None, via="preview")], left_out=[]),
             state=ev.TimedState(),
             seed=f"preview-{book.pk}",
+            tenant=self.actor.tenant,
         )
         return Response(result.as_dict())
 
