@@ -55,8 +55,9 @@ def _env(args: argparse.Namespace) -> dict[str, str]:
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECURE_SSL_REDIRECT": "false",
         "API_THROTTLE_RATE": "1000000/min",
-        "GUNICORN_ACCESS_LOG": "",
+        "GUNICORN_ACCESS_LOG": "off",
         "OMP_NUM_THREADS": "1",
+        "DJANGO_SETTINGS_MODULE": "lore_platform.settings",
     }
 
 
@@ -144,6 +145,8 @@ def _client(port: int, key: str, chat: int, keys: list[str], requests: int, seed
 
 
 def _percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
@@ -168,8 +171,7 @@ for turn in range(turns):
     started = time.perf_counter()
     gathering = chat_books_gather(chat, profile="classic")
     context_run(request=ContextInput(profile="classic", messages=messages, model_id="gpt-4o"),
-                gathering=gathering, state=ev.TimedState.from_dict(chat.timed_state), seed="bench",
-                tenant=chat.tenant)
+                gathering=gathering, state=ev.TimedState.from_dict(chat.timed_state), seed="bench")
     times.append((time.perf_counter() - started) * 1000)
 print(statistics.median(times[5:]))
 '''
@@ -192,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
 
     _recreate_database(args.database_url)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
-    setup = subprocess.run([sys.executable, "-c", SETUP, str(args.clients)], cwd=REPO, env=env, check=True,
+    setup = subprocess.run([sys.executable, "-c", SETUP, str(args.clients)], cwd=REPO, env=env,
                            capture_output=True, text=True)
+    if setup.returncode != 0:
+        sys.stderr.write(setup.stderr[-3000:])
+        return 2
     data = json.loads(setup.stdout.strip().splitlines()[-1])
     print(json.dumps({"setup": {"books": len(BOOKS), "entries": sum(n for _, n in BOOKS), "clients": args.clients}}))
 
@@ -212,8 +217,15 @@ def main(argv: list[str] | None = None) -> int:
                     break
             except OSError:
                 time.sleep(0.3)
-        warm: list[float] = []
-        _client(args.port, data["key"], data["chats"][0], data["keys"], 10, 99, warm, [])
+        # Warm every worker process (each compiles the books once per version), unrecorded.
+        warm_threads = [
+            threading.Thread(target=_client, args=(args.port, data["key"], chat, data["keys"], 5, 1000 + i, [], []))
+            for i, chat in enumerate(data["chats"])
+        ]
+        for thread in warm_threads:
+            thread.start()
+        for thread in warm_threads:
+            thread.join()
         runs = {}
         errors: list[str] = []
         for label, think in (("saturated", 0.0), ("paced", args.think_ms)):

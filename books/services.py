@@ -101,6 +101,10 @@ def book_version_bump(book: Book) -> int:
     Book.objects.for_tenant(book.tenant).filter(pk=book.pk).update(version=F("version") + 1, updated_at=now)
     book.version = Book.objects.for_tenant(book.tenant).values_list("version", flat=True).get(pk=book.pk)
     book.updated_at = now
+    # Shared books keep their library search text, vector and translations current (P-4, P-5).
+    from sharing.services import book_shared_changed
+
+    book_shared_changed(book)
     return book.version
 
 

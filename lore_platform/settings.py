@@ -161,7 +161,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Periodic sweeps (celery beat): entries left pending by a lost task get indexed.
 CELERY_BEAT_SCHEDULE = {
     "retrieval-index-sweep": {"task": "retrieval.index_pending_sweep", "schedule": 300.0},
+    "sharing-shared-books-sweep": {"task": "sharing.shared_books_sweep", "schedule": 300.0},
 }
+
+# --- sharing: translation for display (P-4) ---------------------------------
+LOREWEAVE_DISPLAY_LANGUAGES = _env_list("LOREWEAVE_DISPLAY_LANGUAGES", ["en", "es"])
+LOREWEAVE_TRANSLATION_PACKAGES_DIR = Path(
+    os.environ.get("LOREWEAVE_TRANSLATION_PACKAGES_DIR") or DATA_DIR / "translation-packages"
+)
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {

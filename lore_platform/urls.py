@@ -6,6 +6,7 @@ from lore_platform.health import healthz
 
 api_v1 = [
     path("", include("lore_platform.tenancy.api.urls")),
+    path("", include("books.api.io_urls")),
     path("", include("books.api.urls")),
     path("", include("lore_platform.cast.api.urls")),
     path("", include("sharing.api.urls")),

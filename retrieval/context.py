@@ -15,10 +15,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from lore_platform.cast.attachments import GatheredBook, Gathering
+from lore_platform.cast.attachments import GatheredBook, Gathering, chat_books_gather
 from lore_platform.cast.models import Chat, RequestLog
-from lore_platform.errors import ValidationFailed
-from lore_platform.tenancy.models import Tenant
+from lore_platform.errors import NotFound, ValidationFailed
+from lore_platform.tenancy.actor import Actor
 from retrieval.engine import ProfileUnavailableError, assemble
 from retrieval.engine import values as ev
 from retrieval.engine.cases import selection_to_dict
@@ -56,10 +56,28 @@ class ContextResult:
     tools: list[dict[str, Any]] = field(default_factory=list)
     request_log_id: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        body = selection_to_dict(self.selection)
-        body["request_log"] = body.pop("log")
+    def as_dict(self, *, log: str = "full") -> dict[str, Any]:
+        """The API body. ``log="compact"`` leaves out entries that were simply not matched
+        (most of a big book, every turn) and counts them instead (C-15)."""
+        selection = self.selection
+        if log == "compact":
+            kept = tuple(r for r in selection.request_log if r.outcome != ev.Outcome.NOT_MATCHED)
+            selection = replace(selection, request_log=kept)
+        body = selection_to_dict(selection)
+        rows = body.pop("log")
         body["timed_state"] = body.pop("state")
+        if log == "compact":
+            total = len(self.selection.request_log)
+            body["request_log"] = rows
+            body["request_log_summary"] = {"entries": total, "not_matched": total - len(rows),
+                                           "not_matched_listed": False}
+        else:
+            body["request_log"] = rows
+            body["request_log_summary"] = {
+                "entries": len(rows),
+                "not_matched": sum(row["outcome"] == ev.Outcome.NOT_MATCHED for row in rows),
+                "not_matched_listed": True,
+            }
         body.update(
             {
                 "profile": self.profile,
@@ -96,7 +114,6 @@ def context_run(
     gathering: Gathering,
     state: ev.TimedState,
     seed: str,
-    tenant: Tenant,
     turn: int | None = None,
 ) -> ContextResult:
     """Run the engine for gathered books. Pure with respect to the database (reads only)."""
@@ -119,9 +136,9 @@ def context_run(
     )
     meaning = None
     if request.profile == "smart":
-        from retrieval.vector_store import BookMeaningSearch
+        from retrieval.vector_store import ChatMeaningSearch
 
-        meaning = BookMeaningSearch(tenant)
+        meaning = ChatMeaningSearch([g.book for g in gathering.books])
     try:
         selection = assemble(engine_request, tokenizer=tokenizer, meaning=meaning)
     except ProfileUnavailableError as exc:
@@ -162,46 +179,62 @@ def vars_of(message: Any) -> dict[str, Any]:
     return {name: getattr(message, name) for name in message.__slots__}
 
 
-def _usage_record(result: ContextResult) -> None:
-    from books.services import entries_record_usage
-
-    injected = {int(i.entry) for i in result.selection.injections if i.entry.isdigit()}
-    if not injected:
-        return
-    now = timezone.now()
-    by_tenant: dict[int, tuple[Tenant, set[int]]] = {}
+def _usage_of(result: ContextResult) -> dict[str, list[int]]:
+    """Injected entry ids per owning tenant (a public book may belong to another tenant)."""
+    injected = {i.book: set() for i in result.selection.injections}
+    for injection in result.selection.injections:
+        if injection.entry.isdigit():
+            injected[injection.book].add(int(injection.entry))
+    usage: dict[str, set[int]] = {}
     for gathered in result.gathering.books:
-        ids = injected & {int(e.id) for e in engine_book(gathered.book).entries}
+        ids = injected.get(str(gathered.book.pk))
         if ids:
-            tenant, acc = by_tenant.setdefault(gathered.book.tenant_id, (gathered.book.tenant, set()))
-            acc.update(ids)
-    for tenant, ids in by_tenant.values():
-        entries_record_usage(tenant=tenant, entry_ids=ids, used_at=now)
+            usage.setdefault(str(gathered.book.tenant_id), set()).update(ids)
+    return {tenant: sorted(ids) for tenant, ids in usage.items()}
 
 
-@transaction.atomic
-def chat_context(*, chat: Chat, request: ContextInput, gathering: Gathering, persist: bool = True) -> ContextResult:
-    """One live turn of a stored chat: run, then persist state, usage and the request log."""
-    locked = Chat.objects.for_tenant(chat.tenant).select_for_update().get(pk=chat.pk) if persist else chat
-    state = ev.TimedState.from_dict(locked.timed_state)
-    result = context_run(request=request, gathering=gathering, state=state, seed=f"chat-{chat.pk}",
-                         tenant=chat.tenant)
-    if not persist:
-        return result
-    locked.timed_state = result.selection.state.to_dict()
-    locked.turns = locked.turns + 1
-    locked.save(update_fields=["timed_state", "turns"])
-    body = result.as_dict()
-    log = RequestLog.objects.create(
-        tenant=chat.tenant,
-        chat=locked,
-        turn=result.turn,
-        profile=result.profile,
-        model_id=request.model_id or "",
-        injections=body["injections"],
-        world_index=body["world_index"],
-        log=body["request_log"],
-    )
-    _usage_record(result)
-    return replace(result, request_log_id=log.pk)
+def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: bool = True) -> ContextResult:
+    """One turn of a stored chat (P-7): lock it, gather its books, run, persist.
 
+    ``request.profile`` may be empty: the chat's profile, else the tenant's,
+    applies. ``persist=False`` is the chat preview (W-10): same selection,
+    nothing written.
+    """
+    with transaction.atomic():
+        chats = Chat.objects.for_tenant(actor.tenant).select_related("tenant", "character")
+        if persist:
+            # Turns of one chat run one at a time: timed state is read, then written.
+            chats = chats.select_for_update(of=("self",))
+        chat = chats.filter(pk=chat_id).first()
+        if chat is None:
+            raise NotFound("No such chat.", field="id")
+        profile = request.profile or chat.profile or actor.tenant.default_profile
+        request = replace(request, profile=profile)
+        gathering = chat_books_gather(chat, profile=profile)
+        result = context_run(request=request, gathering=gathering, state=ev.TimedState.from_dict(chat.timed_state),
+                             seed=f"chat-{chat.pk}")
+        if not persist:
+            return result
+        chat.timed_state = result.selection.state.to_dict()
+        chat.turns += 1
+        chat.save(update_fields=["timed_state", "turns"])
+        # Persist what explains the turn; "not matched" is what every absent entry was.
+        body = result.as_dict(log="compact")
+        log = RequestLog.objects.create(
+            tenant=chat.tenant,
+            chat=chat,
+            turn=result.turn,
+            profile=result.profile,
+            model_id=request.model_id or "",
+            injections=body["injections"],
+            world_index=body["world_index"],
+            log=body["request_log"],
+            usage=_usage_of(result),
+        )
+        if log.usage:
+            # Off the request path: 20 chats on one book would queue on the same entry rows.
+            from lore_platform.cast.tasks import request_usage_record
+
+            tenant_id, log_id = chat.tenant_id, log.pk
+            transaction.on_commit(lambda: request_usage_record.delay(tenant_id, log_id), robust=True)
+        return replace(result, request_log_id=log.pk)

@@ -242,8 +242,49 @@ class BookMeaningSearch:
 
     def rank(self, *, book_ids: Sequence[str], messages: Sequence[str], limit: int) -> list[str]:
         """Enabled entries of these books, nearest in meaning to the window first."""
+        return [entry_id for entry_id, _ in self.rank_scored(book_ids=book_ids, messages=messages, limit=limit)]
+
+    def rank_scored(self, *, book_ids: Sequence[str], messages: Sequence[str], limit: int) -> list[tuple[str, float]]:
         query = self.query_vector(messages)
         if query is None or limit <= 0 or not book_ids:
             return []
         found = self.index.nearest([int(b) for b in book_ids], query, limit)
-        return [str(entry_id) for entry_id, _ in found]
+        return [(str(entry_id), score) for entry_id, score in found]
+
+
+class ChatMeaningSearch:
+    """``MeaningSearch`` over a chat's books, each searched in its owner's tenant.
+
+    A public book attached from another tenant (W-9) keeps its vectors in its
+    owner's tenant; results from every tenant are merged by similarity.
+    """
+
+    def __init__(self, books: Sequence[Any], *, embedder: Embedder | None = None,
+                 cache: MessageEmbeddingCache | None = None) -> None:
+        self.embedder = embedder if embedder is not None else embedder_get()
+        self.cache = cache if cache is not None else message_cache_get()
+        self._tenant_of: dict[str, Tenant] = {str(book.pk): book.tenant for book in books}
+        self._searches: dict[int, BookMeaningSearch] = {}
+
+    def _search(self, tenant: Tenant) -> BookMeaningSearch:
+        if tenant.pk not in self._searches:
+            self._searches[tenant.pk] = BookMeaningSearch(tenant, embedder=self.embedder, cache=self.cache)
+        return self._searches[tenant.pk]
+
+    def mostly_indexed(self, book_id: str) -> bool:
+        tenant = self._tenant_of.get(book_id)
+        return tenant is not None and self._search(tenant).mostly_indexed(book_id)
+
+    def rank(self, *, book_ids: Sequence[str], messages: Sequence[str], limit: int) -> list[str]:
+        by_tenant: dict[int, list[str]] = {}
+        for book_id in book_ids:
+            tenant = self._tenant_of.get(book_id)
+            if tenant is not None:
+                by_tenant.setdefault(tenant.pk, []).append(book_id)
+        found: list[tuple[str, float]] = []
+        for tenant_id, ids in by_tenant.items():
+            found += self._searches.get(tenant_id, self._search(self._tenant_of[ids[0]])).rank_scored(
+                book_ids=ids, messages=messages, limit=limit
+            )
+        found.sort(key=lambda item: -item[1])
+        return [entry_id for entry_id, _ in found[:limit]]

@@ -323,7 +323,12 @@ def map_for_profile(
         if reason is None and len(entry.content.strip()) < min_content.min:
             reason = f"lore shorter than {min_content.min} characters ({min_content.rule})"
         fingerprint = entry_fingerprint(entry.title, entry.content)
-        if reason is None and fingerprint in existing_set:
+        # The book stores the title the profile gives an entry (made up when empty,
+        # shortened when too long), so an earlier import matches under that title too.
+        if reason is None and (
+            fingerprint in existing_set
+            or (existing_set and entry_fingerprint(_title_for(entry, profile)[0], entry.content) in existing_set)
+        ):
             reason = "already in the book (same title and content)"
         if reason is None and fingerprint in seen:
             reason = f"duplicate of entry #{seen[fingerprint]} in this file"

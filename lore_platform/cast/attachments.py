@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from books.models import Book, Scope
 from lore_platform.cast.models import Attachment, Character, Chat, Novel, Story
@@ -98,14 +98,20 @@ def attachment_status(tenant: Tenant, attachment: Attachment) -> tuple[bool, str
 
 
 def _attached(tenant: Tenant, **target: object) -> list[Book]:
-    rows = Attachment.objects.for_tenant(tenant).filter(**target).select_related("book").order_by("position", "id")
+    rows = (
+        Attachment.objects.for_tenant(tenant)
+        .filter(**target)
+        .select_related("book", "book__tenant")
+        .order_by("position", "id")
+    )
     return [row.book for row in rows]
+
+
+_TENANT_WIDE = Q(character__isnull=True, story__isnull=True, novel__isnull=True)
 
 
 def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
     """The books a chat reads, in attachment order, each once (W-8, S-2)."""
-    from sharing.selectors import book_injectable_for
-
     tenant = chat.tenant
     ordered: list[GatheredBook] = []
 
@@ -132,7 +138,16 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
     else:
         cast: list[Character] = []
         if chat.kind == Chat.Kind.CHARACTER and chat.character is not None:
-            cast = [chat.character]
+            # The common turn: the character's books then the tenant-wide ones, in one query.
+            rows = (
+                Attachment.objects.for_tenant(tenant)
+                .filter(Q(character=chat.character) | _TENANT_WIDE)
+                .select_related("book", "book__tenant")
+                .order_by("position", "id")
+            )
+            add([r.book for r in rows if r.character_id], label=None, via="character")
+            add([r.book for r in rows if not r.character_id], label=None, via="tenant")
+            return _dedupe(tenant, ordered)
         elif chat.kind == Chat.Kind.GROUP:
             cast = list(chat.members.order_by("id"))
         elif chat.kind == Chat.Kind.STORY and chat.story is not None:
@@ -145,6 +160,11 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
         for character in cast:
             add(_attached(tenant, character=character), label=character.name if labelled else None, via="character")
     add(_attached(tenant, character=None, story=None, novel=None), label=None, via="tenant")
+    return _dedupe(tenant, ordered)
+
+
+def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
+    from sharing.selectors import book_injectable_for
 
     seen: set[int] = set()
     books: list[GatheredBook] = []

@@ -140,6 +140,9 @@ class RequestLog(models.Model):
     injections = models.JSONField(default=list)
     world_index = models.JSONField(default=list)
     log = models.JSONField(default=list)
+    # Usage counts (W-11) are applied after the response, once: {tenant id: [entry ids]}.
+    usage = models.JSONField(default=dict, blank=True)
+    usage_recorded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects: TenantScopedManager[RequestLog] = TenantScopedManager()

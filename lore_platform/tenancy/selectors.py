@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from lore_platform.tenancy.actor import Actor
@@ -20,7 +21,14 @@ def api_key_authenticate(raw_key: str) -> ApiKey | None:
         return None
     prefix, secret = parts
     # Looked up by its public prefix before any tenant is known: the key *is* the tenant.
-    api_key = ApiKey.objects.unscoped().select_related("tenant", "user").filter(prefix=prefix).first()
+    role = Membership.objects.unscoped().filter(tenant_id=OuterRef("tenant_id"), user_id=OuterRef("user_id"))
+    api_key = (
+        ApiKey.objects.unscoped()
+        .select_related("tenant", "user")
+        .annotate(member_role=Subquery(role.values("role")[:1]))
+        .filter(prefix=prefix)
+        .first()
+    )
     if api_key is None or not api_key.is_active or not key_matches(secret, api_key.secret_hash):
         return None
     now = timezone.now()
@@ -32,7 +40,10 @@ def api_key_authenticate(raw_key: str) -> ApiKey | None:
 
 def actor_for_api_key(api_key: ApiKey) -> Actor:
     role = Membership.Role.MEMBER
-    if api_key.user_id is not None:
+    annotated = getattr(api_key, "member_role", None)
+    if annotated is not None:
+        role = annotated
+    elif api_key.user_id is not None:
         membership = Membership.objects.for_tenant(api_key.tenant).filter(user_id=api_key.user_id).first()
         role = membership.role if membership else Membership.Role.MEMBER
     return Actor(

@@ -97,7 +97,7 @@ def test_group_chat_labels_every_injection_with_its_character(tenant_a):
     }
 
 
-def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a):
+def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a, django_capture_on_commit_callbacks):
     book, (kept, plain) = _book(
         tenant_a,
         "Timed",
@@ -110,25 +110,38 @@ def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a):
     _attach(tenant_a, "character", kael, book)
     chat_id = _chat(tenant_a, kind="character", character_id=kael, profile="classic")
 
-    first = _context(tenant_a, chat_id, "I swear the oath.")
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _context(tenant_a, chat_id, "I swear the oath.")
     assert sorted(_injected(first)) == ["Oaths are sworn on salt.", "The oath binds whoever speaks it."]
     chat = Chat.objects.for_tenant(tenant_a.tenant).get(pk=chat_id)
     assert str(kept.pk) in chat.timed_state.get("kept", [])
 
-    second = _context(tenant_a, chat_id, "Let us talk about fish.")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        second = _context(tenant_a, chat_id, "Let us talk about fish.")
+    assert callbacks, "usage is counted after the response, by a task"
     # @@keep stays active without a match; the plain entry needs its key.
     assert _injected(second) == ["The oath binds whoever speaks it."]
 
     logs = tenant_a.admin_client.get(f"/api/v1/chats/{chat_id}/requests").json()["results"]
     assert [row["turn"] for row in logs] == [second["turn"], first["turn"]]
     latest = {row["entry"]: row["outcome"] for row in logs[0]["log"]}
-    assert latest[str(plain.pk)] == "not_matched"
+    # The stored log is compact: an entry that was simply not matched is absent, and counted.
+    assert latest == {str(kept.pk): "injected"}
+    assert second["request_log_summary"] == {"entries": 2, "not_matched": 1, "not_matched_listed": False}
     assert RequestLog.objects.for_tenant(tenant_a.tenant).filter(chat_id=chat_id).count() == 2
 
     kept.refresh_from_db()
     plain.refresh_from_db()
     assert (kept.usage_count, plain.usage_count) == (2, 1)
     assert kept.last_used_at is not None
+
+    # The usage task is idempotent: a duplicate delivery counts nothing twice.
+    from lore_platform.cast.tasks import request_usage_record
+
+    log_id = second["request_log_id"]
+    assert request_usage_record(tenant_a.tenant.pk, log_id) == 0
+    kept.refresh_from_db()
+    assert kept.usage_count == 2
 
 
 def test_preview_equals_live_selection_and_changes_nothing(tenant_a):
@@ -155,7 +168,8 @@ def test_preview_equals_live_selection_and_changes_nothing(tenant_a):
     assert Chat.objects.for_tenant(tenant_a.tenant).get(pk=chat_id).turns == 0
 
     live = tenant_a.admin_client.post(
-        f"/api/v1/chats/{chat_id}/context", {"messages": [{"role": "user", "text": message}], "model": CLASSIC},
+        f"/api/v1/chats/{chat_id}/context",
+        {"messages": [{"role": "user", "text": message}], "model": CLASSIC, "log": "full"},
         format="json",
     ).json()
     assert live["injections"]

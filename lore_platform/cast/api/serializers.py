@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books.models import Profile, Role
@@ -106,6 +107,41 @@ class MessageIn(serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=120)
 
 
+@extend_schema_field(MessageIn(many=True))
+class MessagesField(serializers.Field):
+    """Chat messages, validated without a nested serializer per message (the hot path of every turn)."""
+
+    MAX_MESSAGES = 1000
+    MAX_TEXT = 100_000
+    ROLES = frozenset(Role.values)
+
+    def to_internal_value(self, data: object) -> list[dict[str, str]]:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Send a list of messages.")
+        if len(data) > self.MAX_MESSAGES:
+            raise serializers.ValidationError(f"At most {self.MAX_MESSAGES} messages.")
+        messages = []
+        for index, item in enumerate(data):
+            if not isinstance(item, dict):
+                raise serializers.ValidationError({str(index): ["A message is an object with role and text."]})
+            role, text, name = item.get("role"), item.get("text"), item.get("name", "")
+            if role not in self.ROLES:
+                raise serializers.ValidationError({str(index): {"role": ["role is user, assistant or system."]}})
+            if not isinstance(text, str) or len(text) > self.MAX_TEXT:
+                raise serializers.ValidationError(
+                    {str(index): {"text": [f"text is a string of at most {self.MAX_TEXT} characters."]}}
+                )
+            if name is None:
+                name = ""
+            if not isinstance(name, str) or len(name) > 120:
+                raise serializers.ValidationError({str(index): {"name": ["name is a string of at most 120 characters."]}})
+            messages.append({"role": role, "text": text, "name": name})
+        return messages
+
+    def to_representation(self, value: object) -> object:
+        return value
+
+
 class NamesIn(serializers.Serializer):
     user = serializers.CharField(required=False, default="User", max_length=120)
     char = serializers.CharField(required=False, default="Character", max_length=120)
@@ -127,7 +163,7 @@ class ChannelIn(serializers.Serializer):
 
 
 class ContextIn(serializers.Serializer):
-    messages = MessageIn(many=True, max_length=1000)
+    messages = MessagesField()
     names = NamesIn(required=False)
     model = ModelIn(required=False)
     profile = serializers.ChoiceField(choices=PROFILE_CHOICES, required=False, allow_blank=True, default="")
@@ -140,6 +176,9 @@ class ContextIn(serializers.Serializer):
                                   help_text="Texts the app owns, by slot: system, character, persona, …")
     render = serializers.BooleanField(required=False, default=False,
                                       help_text="Also return the full rendered message list.")
+    log = serializers.ChoiceField(choices=["compact", "full"], required=False, default="compact",
+                                  help_text="compact: the request log leaves out entries that were not matched and "
+                                            "counts them; full: one row per entry (C-15).")
 
 
 class StatelessContextIn(ContextIn):
@@ -150,6 +189,7 @@ class StatelessContextIn(ContextIn):
 
 
 class PreviewIn(serializers.Serializer):
+    log = serializers.ChoiceField(choices=["compact", "full"], required=False, default="full")
     message = serializers.CharField(max_length=2000, trim_whitespace=False,
                                     error_messages={"max_length": "A preview message is at most 2,000 characters (W-10)."})
     model = ModelIn(required=False)

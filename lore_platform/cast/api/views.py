@@ -26,7 +26,7 @@ from lore_platform.cast.models import Attachment, Character, Chat, Novel, Story
 from lore_platform.cast.services import character_delete, character_import
 from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
-from retrieval.context import ContextInput, chat_context, context_run
+from retrieval.context import ContextInput, chat_turn, context_run
 from retrieval.engine import values as ev
 from retrieval.lookup import lore_lookup
 
@@ -164,28 +164,23 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
     @extend_schema(request=s.ContextIn, responses={200: CONTEXT_RESPONSE}, summary="The lore for this turn (P-7)")
     @action(detail=True, methods=["post"])
     def context(self, request: Request, pk: str) -> Response:
-        chat = chat_services.chat_get(actor=self.actor, chat_id=int(pk))
         data = s.ContextIn(data=request.data)
         data.is_valid(raise_exception=True)
-        profile = profile_of(self.actor, data.validated_data.get("profile"), chat)
-        gathering = chat_books_gather(chat, profile=profile)
-        result = chat_context(chat=chat, request=context_input(data.validated_data, profile=profile),
-                              gathering=gathering)
-        return Response(result.as_dict())
+        values = data.validated_data
+        result = chat_turn(actor=self.actor, chat_id=int(pk),
+                           request=context_input(values, profile=values.get("profile") or ""))
+        return Response(result.as_dict(log=values["log"]))
 
     @extend_schema(request=s.PreviewIn, responses={200: CONTEXT_RESPONSE},
                    summary="What a sample message would bring in this chat (W-10); changes nothing")
     @action(detail=True, methods=["post"], url_path="preview", required_scope="read")
     def preview(self, request: Request, pk: str) -> Response:
-        chat = chat_services.chat_get(actor=self.actor, chat_id=int(pk))
         data = s.PreviewIn(data=request.data)
         data.is_valid(raise_exception=True)
-        profile = profile_of(self.actor, data.validated_data.get("profile"), chat)
-        gathering = chat_books_gather(chat, profile=profile)
-        request_data = {**data.validated_data, "messages": [{"role": "user", "text": data.validated_data["message"]}]}
-        result = chat_context(chat=chat, request=context_input(request_data, profile=profile), gathering=gathering,
-                              persist=False)
-        return Response(result.as_dict())
+        values = {**data.validated_data, "messages": [{"role": "user", "text": data.validated_data["message"]}]}
+        result = chat_turn(actor=self.actor, chat_id=int(pk),
+                           request=context_input(values, profile=values.get("profile") or ""), persist=False)
+        return Response(result.as_dict(log=values["log"]))
 
     @extend_schema(responses=s.LoreOut, summary="Full text of an entry this chat reaches (the lookup tool, W-5/W-6)")
     @action(detail=True, methods=["get"], url_path=r"lore/(?P<entry_id>\d+)")
@@ -236,9 +231,8 @@ class StatelessContextView(TenantAPIView):
             gathering=Gathering(books=books, left_out=left_out),
             state=ev.TimedState.from_dict(request.data.get("timed_state") if isinstance(request.data, dict) else None),
             seed=f"tenant-{self.actor.tenant.pk}",
-            tenant=self.actor.tenant,
         )
-        return Response(result.as_dict())
+        return Response(result.as_dict(log=values["log"]))
 
 
 def _transient_chat(actor: Actor, target: dict[str, int]) -> Chat:
@@ -279,9 +273,8 @@ class BookPreviewView(TenantAPIView):
             gathering=Gathering(books=[GatheredBook(book=book, label=None, via="preview")], left_out=[]),
             state=ev.TimedState(),
             seed=f"preview-{book.pk}",
-            tenant=self.actor.tenant,
         )
-        return Response(result.as_dict())
+        return Response(result.as_dict(log=values["log"]))
 
 
 class BookLoreView(TenantAPIView):
