@@ -171,7 +171,7 @@ for turn in range(turns):
     started = time.perf_counter()
     gathering = chat_books_gather(chat, profile="classic")
     context_run(request=ContextInput(profile="classic", messages=messages, model_id="gpt-4o"),
-                gathering=gathering, state=ev.TimedState.from_dict(chat.timed_state), seed="bench")
+                gathering=gathering, state=chat.timed_state or {}, seed="bench")
     times.append((time.perf_counter() - started) * 1000)
 print(statistics.median(times[5:]))
 '''

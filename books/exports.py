@@ -354,7 +354,7 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
     entries), counts of entries, lineages and characters created, and warnings.
     """
     if not actor.can_write:
-        raise PermissionDenied("This API key may only read; restoring needs the write scope.")
+        raise PermissionDenied("This API key may only read; restoring needs the write scope.", rule="S-1")
     if not actor.is_admin:
         raise PermissionDenied("Only tenant admins restore a backup (S-1).", rule="S-1")
     backup = _read_backup(data)

@@ -338,6 +338,7 @@ def book_import_new(
         raise ValidationFailed(message, field="lineage", rule="S-2")
     typed = (title or "").strip()
     if typed:
+        _unstorable_check(typed, "title")
         limits.book_fields_check({"title": typed})
 
     imported = import_read(data, filename=filename)

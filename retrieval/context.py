@@ -53,6 +53,7 @@ class ContextResult:
     rendered: list[dict[str, Any]] | None
     model: dict[str, Any]
     turn: int
+    timed_state: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     request_log_id: int | None = None
 
@@ -65,7 +66,8 @@ class ContextResult:
             selection = replace(selection, request_log=kept)
         body = selection_to_dict(selection)
         rows = body.pop("log")
-        body["timed_state"] = body.pop("state")
+        body.pop("state")
+        body["timed_state"] = self.timed_state
         if log == "compact":
             total = len(self.selection.request_log)
             body["request_log"] = rows
@@ -112,17 +114,30 @@ def context_run(
     *,
     request: ContextInput,
     gathering: Gathering,
-    state: ev.TimedState,
+    state: dict[str, Any],
     seed: str,
     turn: int | None = None,
+    dry_run: bool = False,
 ) -> ContextResult:
-    """Run the engine for gathered books. Pure with respect to the database (reads only)."""
+    """Run the engine for gathered books. Reads the database, writes nothing.
+
+    ``state`` is the chat's stored timed state (JSON); the result carries the new one.
+    """
     try:
         tokenizer = tokenizer_for(request.model_id, tokenizer=request.tokenizer)
     except UnknownTokenizerError as exc:
         raise ValidationFailed(str(exc), field="model.tokenizer", rule="C-14") from exc
     spec = model_lookup(request.model_id)
     input_window = request.input_window or spec.input_window
+    if request.profile == "sillytavern":
+        from retrieval.sillytavern_turn import sillytavern_select
+
+        selection, new_state = sillytavern_select(
+            books=gathering.books, chat=request.messages, names=request.names, input_window=input_window,
+            tokenizer=tokenizer, state=state, dry_run=dry_run,
+        )
+        return _result(request, _label(selection, gathering.books), gathering, tokenizer, input_window,
+                       turn=len(request.messages) if turn is None else turn, timed_state=new_state)
     engine_request = ev.TurnRequest(
         profile=request.profile,  # type: ignore[arg-type]
         books=tuple(engine_book(g.book) for g in gathering.books),
@@ -132,7 +147,7 @@ def context_run(
         channel=request.channel,
         seed=seed,
         turn=turn,
-        state=state,
+        state=_timed_state(state),
     )
     meaning = None
     if request.profile == "smart":
@@ -144,6 +159,27 @@ def context_run(
     except ProfileUnavailableError as exc:
         raise ValidationFailed(str(exc), field="profile") from exc
     selection = _label(selection, gathering.books)
+    return _result(request, selection, gathering, tokenizer, input_window, turn=engine_request.turn_number,
+                   timed_state=selection.state.to_dict())
+
+
+def _timed_state(state: dict[str, Any]) -> ev.TimedState:
+    try:
+        return ev.TimedState.from_dict(state)
+    except ValueError as exc:
+        raise ValidationFailed(str(exc), field="timed_state") from exc
+
+
+def _result(
+    request: ContextInput,
+    selection: ev.Selection,
+    gathering: Gathering,
+    tokenizer: Any,
+    input_window: int,
+    *,
+    turn: int,
+    timed_state: dict[str, Any],
+) -> ContextResult:
     rendered = None
     if request.render or request.template:
         try:
@@ -156,9 +192,7 @@ def context_run(
             )
         except TemplateError as exc:
             raise ValidationFailed(str(exc), field="template", rule="C-12") from exc
-        rendered = [
-            {k: v for k, v in vars_of(m).items() if v is not None} for m in messages
-        ]
+        rendered = [{k: v for k, v in vars_of(m).items() if v is not None} for m in messages]
     return ContextResult(
         profile=request.profile,
         selection=selection,
@@ -170,7 +204,8 @@ def context_run(
             "tokens_estimated": tokenizer.is_estimate,
             "input_window": input_window,
         },
-        turn=engine_request.turn_number,
+        turn=turn,
+        timed_state=timed_state,
         tools=[lookup_tool_schema()] if request.tools and selection.world_index else [],
     )
 
@@ -211,11 +246,11 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
         profile = request.profile or chat.profile or actor.tenant.default_profile
         request = replace(request, profile=profile)
         gathering = chat_books_gather(chat, profile=profile)
-        result = context_run(request=request, gathering=gathering, state=ev.TimedState.from_dict(chat.timed_state),
-                             seed=f"chat-{chat.pk}")
+        result = context_run(request=request, gathering=gathering, state=chat.timed_state or {},
+                             seed=f"chat-{chat.pk}", dry_run=not persist)
         if not persist:
             return result
-        chat.timed_state = result.selection.state.to_dict()
+        chat.timed_state = result.timed_state
         chat.turns += 1
         chat.save(update_fields=["timed_state", "turns"])
         # Persist what explains the turn; "not matched" is what every absent entry was.

@@ -25,7 +25,11 @@ from .values import Injection, Message, Selection
 
 DEFAULT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "classic": ("system", "character", "persona", "scenario", "lorebook", "memories", "history"),
-    "sillytavern": ("system", "character", "persona", "scenario", "lorebook", "memories", "history"),
+    # SillyTavern's own places: around the character definitions, the Author's Note, example messages,
+    # and @depth entries inside the history.
+    "sillytavern": ("system", "before_char", "character", "after_char", "persona", "scenario", "examples_before",
+                    "examples_after", "memories", "authors_note_top", "authors_note", "authors_note_bottom",
+                    "history"),
     "server": ("system", "character", "persona", "memories", "history"),
     "smart": ("system", "canon", "relevant", "character", "persona", "scenario", "memories", "history", "matched",
               "world_index"),
@@ -34,7 +38,7 @@ DEFAULT_TEMPLATES: dict[str, tuple[str, ...]] = {
 # Lore slots each profile fills; a template for that profile must name them.
 LORE_SLOTS: dict[str, tuple[str, ...]] = {
     "classic": ("lorebook",),
-    "sillytavern": ("lorebook",),
+    "sillytavern": ("before_char", "after_char"),
     "server": ("system", "history"),
     "smart": ("canon", "relevant", "matched", "world_index"),
 }
@@ -81,6 +85,21 @@ def _history_messages(history: Sequence[Message], recent: Sequence[Injection], d
     return messages[:cut] + inserted + messages[cut:]
 
 
+def _at_depth(messages: list[PromptMessage], by_slot: Mapping[str, list[Injection]]) -> list[PromptMessage]:
+    """SillyTavern @depth entries: depth N sits right above the last N history messages."""
+    out = list(messages)
+    depths = sorted(
+        (int(slot.removeprefix("depth_")), slot)
+        for slot in by_slot
+        if slot.startswith("depth_") and slot.removeprefix("depth_").isdigit()
+    )
+    # Shallowest first: each deeper insert lands above the earlier ones, so indexes never shift.
+    for depth, slot in depths:
+        index = max(0, len(messages) - depth)
+        out[index:index] = [_lore_message(i, slot) for i in by_slot[slot]]
+    return out
+
+
 def prompt_render(
     *,
     profile: str,
@@ -113,7 +132,10 @@ def prompt_render(
         if slot == "history":
             recent = by_slot.get("recent", []) if profile == "server" else []
             documents = parts.get("documents") if profile == "server" and "documents" not in slots else None
-            rendered.extend(_history_messages(history, recent, documents))
+            messages = _history_messages(history, recent, documents)
+            if profile == "sillytavern":
+                messages = _at_depth(messages, by_slot)
+            rendered.extend(messages)
             continue
         if slot == "world_index":
             if selection.world_index:
@@ -121,10 +143,7 @@ def prompt_render(
                 rendered.append(PromptMessage(role="system", content=f"World index (topics you may ask about):\n{lines}",
                                               slot="world_index"))
             continue
-        lore = by_slot.get(slot)
-        if lore and slot in LORE_SLOTS.get(profile, ()):
-            rendered.extend(_lore_message(i, slot) for i in lore)
-            continue
         if parts.get(slot):
             rendered.append(PromptMessage(role="system", content=parts[slot], slot=slot))
+        rendered.extend(_lore_message(i, slot) for i in by_slot.get(slot, ()))
     return rendered

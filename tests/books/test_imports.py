@@ -211,6 +211,17 @@ def test_names_are_per_owner(tenant_a):
     )
 
 
+def test_a_typed_title_that_is_not_text_is_refused(tenant_a):
+    error = _refused(
+        ValidationFailed,
+        lambda: book_import_new(
+            actor=member_actor(tenant_a), data=_entries(1), filename="x", profile="classic", title="a\x00b"
+        ),
+        tenant_a.tenant,
+    )
+    assert error.field == "title"
+
+
 def test_a_typed_title_over_the_limit_is_refused(tenant_a):
     error = _refused(
         LimitExceeded,
@@ -593,6 +604,26 @@ def test_who_may_import(tenant_a, tenant_b):
     # Admins import server books; owners their own.
     assert book_import_into(actor=admin, book=server, data=_entries(1), filename="x").receipt["added"] == 1
     assert book_import_into(actor=member, book=own, data=_entries(1), filename="x").receipt["added"] == 1
+
+
+def test_persona_books_and_only_they_name_a_lineage(tenant_a):
+    actor = admin_actor(tenant_a)
+    lineage = lineage_get_or_create(tenant=tenant_a.tenant, key="Hero")
+    for scope, given in (("persona", None), ("server", lineage)):
+        error = _refused(
+            ValidationFailed,
+            lambda scope=scope, given=given: book_import_new(
+                actor=actor, data=_entries(1), filename="x", profile="server", scope=scope, lineage=given
+            ),
+            tenant_a.tenant,
+        )
+        assert error.field == "lineage" and error.rule == "S-2"
+    error = _refused(
+        ValidationFailed,
+        lambda: book_import_new(actor=actor, data=_entries(1), filename="x", profile="classic", scope="galaxy"),
+        tenant_a.tenant,
+    )
+    assert error.field == "scope"
 
 
 def test_a_persona_whose_lineage_has_its_book_is_a_conflict(tenant_a):

@@ -229,10 +229,22 @@ class StatelessContextView(TenantAPIView):
         result = context_run(
             request=context_input(values, profile=profile),
             gathering=Gathering(books=books, left_out=left_out),
-            state=ev.TimedState.from_dict(request.data.get("timed_state") if isinstance(request.data, dict) else None),
+            state=_state_of(request.data),
             seed=f"tenant-{self.actor.tenant.pk}",
         )
         return Response(result.as_dict(log=values["log"]))
+
+
+def _state_of(data: object) -> dict[str, Any]:
+    """A stateless caller may hand back the timed state of its previous turn."""
+    state = data.get("timed_state") if isinstance(data, dict) else None
+    if state is None:
+        return {}
+    if not isinstance(state, dict):
+        from lore_platform.errors import ValidationFailed
+
+        raise ValidationFailed("timed_state is the object a previous turn returned.", field="timed_state")
+    return state
 
 
 def _transient_chat(actor: Actor, target: dict[str, int]) -> Chat:
@@ -271,8 +283,9 @@ class BookPreviewView(TenantAPIView):
         result = context_run(
             request=context_input(request_data, profile=profile),
             gathering=Gathering(books=[GatheredBook(book=book, label=None, via="preview")], left_out=[]),
-            state=ev.TimedState(),
+            state={},
             seed=f"preview-{book.pk}",
+            dry_run=True,
         )
         return Response(result.as_dict(log=values["log"]))
 
