@@ -17,8 +17,9 @@ afterwards. It builds one world book of ``--entries`` generated entries
   window's query vector (recency-weighted mean), and ``nearest(k=10)`` on the
   configured ``VectorIndex``; p50/p95 of each stage and of the whole.
 
-The full smart selection (W-1..W-7) will be timed here once it exists; this
-times the embedding and vector-search part of it.
+- per turn, the whole smart selection as the context call runs it
+  (``retrieval.context.context_run``: canon, whole-book check, names, meaning,
+  world index) over the same sliding window, with cached message vectors.
 """
 from __future__ import annotations
 
@@ -216,6 +217,29 @@ def search_measure(tenant: Any, book_id: int, turns: int) -> dict[str, Any]:
     }
 
 
+def selection_measure(book: Any, turns: int) -> dict[str, Any]:
+    """The full smart turn (W-1..W-7) as the context call runs it, 6-message window, cached vectors."""
+    from lore_platform.cast.attachments import GatheredBook, Gathering
+    from retrieval.context import ContextInput, context_run
+    from retrieval.engine import values as ev
+
+    chat = chat_generate(turns)
+    gathering = Gathering(books=[GatheredBook(book=book, label=None, via="bench")], left_out=[])
+    times, matched, indexed = [], [], []
+    for turn in range(turns):
+        window = tuple(ev.Message(role="user" if i % 2 else "assistant", text=text)
+                       for i, text in enumerate(chat[turn : turn + WINDOW]))
+        started = time.perf_counter()
+        result = context_run(request=ContextInput(profile="smart", messages=window, model_id="gpt-4o"),
+                             gathering=gathering, state={}, seed="bench")
+        elapsed = time.perf_counter() - started
+        if turn >= 3:
+            times.append(elapsed)
+        matched.append(sum(1 for i in result.selection.injections if i.slot == "matched"))
+        indexed.append(len(result.selection.world_index))
+    return {"turn": _ms(times), "matched_per_turn": max(matched), "world_index_lines": max(indexed)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.smart_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=2000)
@@ -286,6 +310,7 @@ def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {EntryVector._meta.db_table}, {Entry._meta.db_table}")
     search = search_measure(tenant, book.pk, args.turns)
+    selection = selection_measure(book, args.turns)
     lengths = [len(e["content"]) for e in generated]
     return {
         "database": connection.vendor,
@@ -300,6 +325,7 @@ def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
         "python": platform_info.python_version(),
         "indexing": indexing,
         "search": search,
+        "selection": selection,
     }
 
 
@@ -316,6 +342,9 @@ def _print_summary(report: dict[str, Any]) -> None:
               f"vector stage p50 {s['turn_vector_stage']['p50_ms']} ms, p95 {s['turn_vector_stage']['p95_ms']} ms; "
               f"nearest p50 {s['nearest']['p50_ms']} ms, p95 {s['nearest']['p95_ms']} ms; "
               f"first query (cold) {s['first_query_cold_ms']} ms\n")
+    t = report["selection"]
+    out.write(f"  full smart selection per turn: p50 {t['turn']['p50_ms']} ms, p95 {t['turn']['p95_ms']} ms "
+              f"({t['matched_per_turn']} matched, {t['world_index_lines']} index lines)\n")
 
 
 if __name__ == "__main__":
