@@ -77,7 +77,7 @@ from books.formats import (
     read_book,
 )
 from books.formats.model import plain_json
-from books.models import Book, Entry, Profile, Scope
+from books.models import ENTRY_LORE_FIELDS, Book, Entry, Profile, Scope
 from books.services import book_create, book_update, book_version_bump, entries_create_bulk
 from lore_platform.errors import Conflict, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
@@ -90,24 +90,7 @@ IMPORT_MODES: tuple[str, ...] = ("append", "replace")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 # Fields of ``ImportedEntry`` the entry services take (``position`` is the list order they give).
-_ENTRY_SERVICE_FIELDS = (
-    "title",
-    "content",
-    "keys",
-    "secondary_keys",
-    "secondary_logic",
-    "selective",
-    "constant",
-    "enabled",
-    "order",
-    "priority",
-    "probability",
-    "scan_depth",
-    "case_sensitive",
-    "whole_words",
-    "role",
-    "placement",
-)
+_ENTRY_SERVICE_FIELDS = ENTRY_LORE_FIELDS
 
 
 @dataclass(frozen=True, kw_only=True)

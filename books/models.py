@@ -134,6 +134,27 @@ def content_hash(title: str, content: str, keys: list[str]) -> str:
     return digest.hexdigest()
 
 
+# An entry's lore and activation settings: what imports write, copies take and exports read.
+ENTRY_LORE_FIELDS: tuple[str, ...] = (
+    "title",
+    "content",
+    "keys",
+    "secondary_keys",
+    "secondary_logic",
+    "selective",
+    "constant",
+    "enabled",
+    "order",
+    "priority",
+    "probability",
+    "scan_depth",
+    "case_sensitive",
+    "whole_words",
+    "role",
+    "placement",
+)
+
+
 class Entry(models.Model):
     """One piece of lore. A superset of fields; each profile reads its own."""
 

@@ -25,6 +25,7 @@ from books import limits
 from books.access import access_book, book_can_read
 from books.decorators import decorators_read
 from books.models import (
+    ENTRY_LORE_FIELDS,
     Book,
     Entry,
     IndexingState,
@@ -62,29 +63,7 @@ BOOK_EDITABLE_FIELDS = frozenset(
 )
 BOOK_CREATE_FIELDS = BOOK_EDITABLE_FIELDS | {"scope", "lineage", "active"}
 
-ENTRY_EDITABLE_FIELDS = frozenset(
-    {
-        "title",
-        "content",
-        "keys",
-        "secondary_keys",
-        "secondary_logic",
-        "selective",
-        "constant",
-        "canon",
-        "enabled",
-        "order",
-        "priority",
-        "probability",
-        "scan_depth",
-        "case_sensitive",
-        "whole_words",
-        "role",
-        "placement",
-        "channels",
-        "extra",
-    }
-)
+ENTRY_EDITABLE_FIELDS = frozenset({*ENTRY_LORE_FIELDS, "canon", "channels", "extra"})
 # Only creation paths (import, legacy conversion) may set these.
 ENTRY_CREATE_ONLY_FIELDS = frozenset({"unresolved_channels"})
 

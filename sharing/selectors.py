@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from books.access import book_can_edit, book_can_read
-from books.models import Book, Entry, Visibility
+from books.models import ENTRY_LORE_FIELDS, Book, Entry, Visibility
 from lore_platform.cast.models import Attachment
 from lore_platform.errors import Conflict, DomainError, NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
@@ -165,25 +165,7 @@ def shared_book_entries(book: Book) -> QuerySet[Entry]:
 
 # What a copy takes from each entry: its lore and activation settings. Usage
 # statistics stay with the source; channels are the source tenant's (I-6).
-COPY_ENTRY_FIELDS = (
-    "title",
-    "content",
-    "keys",
-    "secondary_keys",
-    "secondary_logic",
-    "selective",
-    "constant",
-    "enabled",
-    "order",
-    "priority",
-    "probability",
-    "scan_depth",
-    "case_sensitive",
-    "whole_words",
-    "role",
-    "placement",
-    "extra",
-)
+COPY_ENTRY_FIELDS = (*ENTRY_LORE_FIELDS, "extra")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -78,6 +78,19 @@ class _NameMatcher:
 
 
 _name_matchers: CompileCache[_NameMatcher] = CompileCache(maxsize=64)
+_sizes: CompileCache[dict[str, int]] = CompileCache(maxsize=256)
+
+
+def entry_tokens(book: Book, tokenizer: Tokenizer) -> dict[str, int]:
+    """Token count of every entry's content, computed once per book version and tokenizer.
+
+    Every turn needs the whole book's size (W-2); counting 2,000 entries again
+    each turn would cost more than the rest of the selection.
+    """
+    return _sizes.get(
+        book_set_key((book,), "sizes", tokenizer.name),
+        lambda: {entry.id: tokenizer.count(entry.content) for entry in book.entries},
+    )
 
 
 def _name_matcher(books: tuple[Book, ...], candidates: Sequence[_Candidate]) -> _NameMatcher:
@@ -159,10 +172,11 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
     used = 0
     first_kept = False
     for book in live_books:
+        counted = entry_tokens(book, tokenizer)
         for entry in book.entries:
             if not entry.enabled or not (entry.canon or entry.constant):
                 continue
-            tokens = tokenizer.count(entry.content)
+            tokens = counted[entry.id]
             if not first_kept or used + tokens <= budget:
                 detail = "first canon entry, always kept" if not first_kept else f"canon, {tokens} tokens"
                 first_kept = True
@@ -180,7 +194,8 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
         relevant = [e for e in book.entries if e.enabled and not (e.canon or e.constant)]
         if not relevant:
             continue
-        sizes = [tokenizer.count(e.content) for e in relevant]
+        counted = entry_tokens(book, tokenizer)
+        sizes = [counted[e.id] for e in relevant]
         if sum(sizes) <= free:
             free -= sum(sizes)
             for entry, tokens in zip(relevant, sizes):

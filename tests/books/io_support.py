@@ -4,27 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from books.models import Book, Entry
+from books.models import ENTRY_LORE_FIELDS, Book, Entry
 from tests.books.formats.corpus import corpus_files, manifest
 
 # Every column an import writes and an export reads (ids, timestamps, usage and indexing aside).
 ENTRY_COLUMNS = (
-    "title",
-    "content",
-    "keys",
-    "secondary_keys",
-    "secondary_logic",
-    "selective",
-    "constant",
-    "enabled",
-    "order",
-    "priority",
-    "probability",
-    "scan_depth",
-    "case_sensitive",
-    "whole_words",
-    "role",
-    "placement",
+    *ENTRY_LORE_FIELDS,
     "channels",
     "unresolved_channels",
     "position",

@@ -2,59 +2,18 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from lore_platform.tenancy.services import tenant_create
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    params = connection.settings_dict
-    user = params.get("USER") or "postgres"
-    host = params.get("HOST") or "127.0.0.1"
-    port = params.get("PORT") or 5432
-    password = f":{params['PASSWORD']}" if params.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{host}:{port}/{params['NAME']}"
+from tests.celery_worker import celery_worker
 
 
 @pytest.fixture
 def celery_worker_process(transactional_db, tmp_path):
-    queue = f"test-{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "OMP_NUM_THREADS": "1",
-    }
-    log = open(tmp_path / "worker.log", "w")
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker",
-            "-Q", queue, "--concurrency", "1", "--pool", "prefork",
-            "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO",
-        ],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
-        yield queue, process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
+    with celery_worker(tmp_path / "worker.log") as running:
+        yield running
 
 
 @pytest.mark.services

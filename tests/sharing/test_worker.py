@@ -1,32 +1,12 @@
 """A real Celery worker translates a shared book: the task takes ids and reads the same database and packages."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import uuid
-from pathlib import Path
-
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from sharing.models import BookTranslation
 from sharing.translation import package_install_from_path
+from tests.celery_worker import celery_worker
 from tests.shared_data import require_shared
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    params = connection.settings_dict
-    user = params.get("USER") or "postgres"
-    host = params.get("HOST") or "127.0.0.1"
-    port = params.get("PORT") or 5432
-    password = f":{params['PASSWORD']}" if params.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{host}:{port}/{params['NAME']}"
-
 
 @pytest.fixture
 def worker(transactional_db, tmp_path):
@@ -35,33 +15,8 @@ def worker(transactional_db, tmp_path):
     package_install_from_path(
         require_shared("recipes", "translate-en_es-toy.argosmodel"), data_dir / "translation-packages"
     )
-    queue = f"test-sharing-{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "LOREWEAVE_DATA_DIR": str(data_dir),
-        "OMP_NUM_THREADS": "1",
-    }
-    log = open(tmp_path / "worker.log", "w")
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker",
-            "-Q", queue, "--concurrency", "1", "--pool", "prefork",
-            "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO",
-        ],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
+    with celery_worker(tmp_path / "worker.log", env={"LOREWEAVE_DATA_DIR": str(data_dir)}) as (queue, process):
         yield queue, process, data_dir / "translation-packages"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
 
 
 @pytest.mark.services

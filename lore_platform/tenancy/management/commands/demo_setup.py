@@ -6,6 +6,7 @@ revokes the previous demo key and prints a fresh one (keys are shown once).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo tenant: {tenant.name} ({tenant.slug}); admin {DEMO_ADMIN}")
         self.stdout.write(f"Demo book:   id {book_id}")
         self.stdout.write(f"Demo API key (shown once): {issued.secret}")
-        self.stdout.write(f'Try: curl -H "Authorization: Api-Key {issued.secret}" http://127.0.0.1:8000/api/v1/tenant')
+        port = os.environ.get("PORT", "8000")
+        self.stdout.write(f'Try: curl -H "Authorization: Api-Key {issued.secret}" http://127.0.0.1:{port}/api/v1/tenant')
 
     def _ensure_demo_book(self, api_key: ApiKey) -> int:
         from books.models import Book
