@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from lore_platform.cast.attachments import GatheredBook, Gathering, chat_books_gather
 from lore_platform.cast.models import Chat, RequestLog

@@ -22,7 +22,7 @@ what reaches the model:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -224,7 +224,20 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
     )
 
 
-def _big_books(request, books, lore_budget, tokenizer, meaning, inject, record):  # type: ignore[no-untyped-def]
+_Inject = Callable[..., None]
+_Record = Callable[..., None]
+
+
+def _big_books(
+    request: TurnRequest,
+    books: tuple[Book, ...],
+    lore_budget: int,
+    tokenizer: Tokenizer,
+    meaning: MeaningSearch | None,
+    inject: _Inject,
+    record: _Record,
+) -> list[WorldIndexLine]:
+    """W-3..W-5 for books too big to travel whole: names, meaning, full entries, world index."""
     candidates = [
         _Candidate(book=book, entry=entry, position=position)
         for book in books

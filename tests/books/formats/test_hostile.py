@@ -18,11 +18,9 @@ from tests.books.formats.builders import (
     chara_chunk,
     charx,
     chunk,
-    nested,
     png_with,
     st_entry,
     world,
-    world_bytes,
 )
 
 

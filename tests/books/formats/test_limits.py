@@ -11,7 +11,7 @@ from books.formats import current_limits, plan_book, plan_import, read_book
 from books.formats.limits import DEFAULT_LIMITS, MIB, limits_with
 from books.formats.model import ImportedBook, ImportedEntry
 from lore_platform.errors import LimitExceeded, PayloadTooLarge, ValidationFailed
-from tests.books.formats.builders import card, card_book, chara_chunk, charx, nested, png_with, st_entry, world, world_bytes
+from tests.books.formats.builders import card, card_book, chara_chunk, charx, nested, png_with, world_bytes
 
 
 def _book(count: int, content: str = "Lore that is long enough for every profile.", **fields: object) -> ImportedBook:
