@@ -7,43 +7,16 @@ and the compiled matchers keyed on it.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 
 from books.models import Book, Entry
 from retrieval.engine import values as ev
+from retrieval.engine.matching import CompileCache
 
 ENGINE_BOOK_CACHE_SIZE = 256
 
 
-class _EngineBookCache:
-    """Engine values of books, keyed by (book id, version): a new version is a new key."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[int, int, float], ev.Book] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[int, int, float]) -> ev.Book | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key: tuple[int, int, float], value: ev.Book) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-engine_book_cache = _EngineBookCache(ENGINE_BOOK_CACHE_SIZE)
+# Engine values of books, keyed by (book id, version, creation time): a new version is a new key.
+engine_book_cache: CompileCache[ev.Book] = CompileCache(maxsize=ENGINE_BOOK_CACHE_SIZE)
 
 
 def engine_entry(entry: Entry) -> ev.Entry:
@@ -84,9 +57,10 @@ def engine_book(book: Book) -> ev.Book:
     # Row ids can be reused (SQLite after a delete, a restored backup): the creation
     # time tells two books with one id apart, the version tells two states of one book.
     key = (book.pk, book.version, book.created_at.timestamp())
-    cached = engine_book_cache.get(key)
-    if cached is not None:
-        return cached
+    return engine_book_cache.get(key, lambda: _engine_book_load(book, key))
+
+
+def _engine_book_load(book: Book, key: tuple[int, int, float]) -> ev.Book:
     rows = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
     scope = book.scope if book.scope in {"server", "persona"} else None
     value = ev.Book(
@@ -106,7 +80,6 @@ def engine_book(book: Book) -> ev.Book:
         scope=scope,  # type: ignore[arg-type]
         version=_engine_version(key),
     )
-    engine_book_cache.put(key, value)
     return value
 
 

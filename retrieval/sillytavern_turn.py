@@ -19,6 +19,7 @@ from books.models import Entry
 from books.formats.sillytavern import world_entry
 from lore_platform.cast.attachments import GatheredBook
 from retrieval.engine import values as ev
+from retrieval.engine.matching import CompileCache as MatcherCache
 from retrieval.engine.sillytavern.cases import chat_for_world_info
 from retrieval.engine.sillytavern.entries import WorldInfoBooks, WorldInfoSettings, book_from_st_json
 from retrieval.engine.sillytavern.macros import MacroEnvironment
@@ -33,7 +34,7 @@ DEFAULT_BUDGET_PERCENT = 25
 ROLE_NAMES = {0: "system", 1: "user", 2: "assistant"}
 
 _compiled = CompileCache(max_size=64)
-_entries: dict[tuple[int, int, float], tuple[Any, ...]] = {}
+_entries: MatcherCache[tuple[Any, ...]] = MatcherCache(maxsize=256)
 
 
 def _book_key(book: Any) -> tuple[int, int, float]:
@@ -41,18 +42,16 @@ def _book_key(book: Any) -> tuple[int, int, float]:
 
 
 def _st_entries(book: Any) -> tuple[Any, ...]:
-    key = _book_key(book)
-    found = _entries.get(key)
-    if found is None:
+    """The book as SillyTavern entry values (uid = entry id), once per book version."""
+
+    def load() -> tuple[Any, ...]:
         imported = book_as_imported(book)
         ids = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
         raw = [world_entry(entry, index=i, uid=pk)
                for i, (entry, pk) in enumerate(zip(imported.entries, ids.values_list("pk", flat=True)))]
-        found = book_from_st_json(raw, world=str(book.pk))
-        if len(_entries) > 256:
-            _entries.clear()
-        _entries[key] = found
-    return found
+        return book_from_st_json(raw, world=str(book.pk))
+
+    return _entries.get(_book_key(book), load)
 
 
 def settings_for(books: Sequence[Any]) -> WorldInfoSettings:
