@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
+from django.utils.timezone import now as log_time
 
 from lore_platform.cast.attachments import GatheredBook, Gathering, chat_books_gather
 from lore_platform.cast.models import Chat, RequestLog
@@ -55,10 +56,21 @@ class ContextResult:
     timed_state: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     request_log_id: int | None = None
+    # Bodies already built, by log kind: a turn stores the compact one and answers with it.
+    # ``replace()`` passes this same dict on, so the copy with the log id reuses them.
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def as_dict(self, *, log: str = "full") -> dict[str, Any]:
         """The API body. ``log="compact"`` leaves out entries that were simply not matched
         (most of a big book, every turn) and counts them instead (C-15)."""
+        if log not in self.bodies:
+            self.bodies[log] = self._body(log)
+        body = dict(self.bodies[log])
+        if self.request_log_id is not None:
+            body["request_log_id"] = self.request_log_id
+        return body
+
+    def _body(self, log: str) -> dict[str, Any]:
         selection = self.selection
         if log == "compact":
             kept = tuple(r for r in selection.request_log if r.outcome != ev.Outcome.NOT_MATCHED)
@@ -96,8 +108,6 @@ class ContextResult:
         )
         if self.rendered is not None:
             body["messages"] = self.rendered
-        if self.request_log_id is not None:
-            body["request_log_id"] = self.request_log_id
         return body
 
 
@@ -235,13 +245,15 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
     nothing written.
     """
     with transaction.atomic():
-        chats = Chat.objects.for_tenant(actor.tenant).select_related("tenant", "character")
+        # The tenant is the actor's (the filter says so): no join for it.
+        chats = Chat.objects.for_tenant(actor.tenant).select_related("character")
         if persist:
             # Turns of one chat run one at a time: timed state is read, then written.
             chats = chats.select_for_update(of=("self",))
         chat = chats.filter(pk=chat_id).first()
         if chat is None:
             raise NotFound("No such chat.", field="id")
+        chat.tenant = actor.tenant
         profile = request.profile or chat.profile or actor.tenant.default_profile
         request = replace(request, profile=profile)
         gathering = chat_books_gather(chat, profile=profile)
@@ -254,6 +266,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
         chat.save(update_fields=["timed_state", "turns"])
         # Persist what explains the turn; "not matched" is what every absent entry was.
         body = result.as_dict(log="compact")
+        usage = _usage_of(result)
         log = RequestLog.objects.create(
             tenant=chat.tenant,
             chat=chat,
@@ -263,12 +276,13 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
             injections=body["injections"],
             world_index=body["world_index"],
             log=body["request_log"],
-            usage=_usage_of(result),
+            usage=usage,
+            # Nothing injected, nothing to count: the usage sweep never needs to read it.
+            usage_recorded_at=None if usage else log_time(),
         )
-        if log.usage:
-            # Off the request path: 20 chats on one book would queue on the same entry rows.
-            from lore_platform.cast.tasks import request_usage_record
+        if usage:
+            # Counted off the request path, many turns at once (cast/usage.py).
+            from lore_platform.cast.usage import request_usage_sweep_soon
 
-            tenant_id, log_id = chat.tenant_id, log.pk
-            transaction.on_commit(lambda: request_usage_record.delay(tenant_id, log_id), robust=True)
+            transaction.on_commit(request_usage_sweep_soon, robust=True)
         return replace(result, request_log_id=log.pk)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from lore_platform.cast.models import Character, Chat, Novel, RequestLog, Story
 from lore_platform.errors import NotFound, ValidationFailed
@@ -104,5 +105,6 @@ def chat_get(*, actor: Actor, chat_id: int) -> Chat:
     return chat
 
 
-def chat_request_logs(*, actor: Actor, chat: Chat) -> list[RequestLog]:
-    return list(RequestLog.objects.for_tenant(actor.tenant).filter(chat=chat).order_by("-turn", "-id"))
+def chat_request_logs(*, actor: Actor, chat: Chat) -> QuerySet[RequestLog]:
+    """Newest first; a queryset, so a page reads (and decompresses) only its own logs."""
+    return RequestLog.objects.for_tenant(actor.tenant).filter(chat=chat).order_by("-turn", "-id")

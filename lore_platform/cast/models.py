@@ -5,6 +5,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from lore_platform.cast.fields import CompressedJSONField
 from lore_platform.tenancy.models import Tenant
 from lore_platform.tenancy.scoping import TenantScopedManager
 
@@ -137,11 +138,13 @@ class RequestLog(models.Model):
     turn = models.PositiveIntegerField()
     profile = models.CharField(max_length=16)
     model_id = models.CharField(max_length=120, blank=True, default="")
-    injections = models.JSONField(default=list)
-    world_index = models.JSONField(default=list)
-    log = models.JSONField(default=list)
+    # What the turn injected and why others were left out; stored compressed (see fields.py).
+    injections = CompressedJSONField(default=list)
+    world_index = CompressedJSONField(default=list)
+    log = CompressedJSONField(default=list)
     # Usage counts (W-11) are applied after the response, once: {tenant id: [entry ids]}.
     usage = models.JSONField(default=dict, blank=True)
+    # Null while usage waits for the sweep; set at once when the turn injected nothing.
     usage_recorded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -149,3 +152,9 @@ class RequestLog(models.Model):
 
     class Meta:
         ordering = ["-turn", "-id"]
+        indexes = [
+            models.Index(fields=["chat", "turn"], name="requestlog_chat_turn"),
+            # The usage sweep reads only the few logs still waiting.
+            models.Index(fields=["id"], name="requestlog_usage_pending",
+                         condition=models.Q(usage_recorded_at__isnull=True)),
+        ]

@@ -1,14 +1,22 @@
 """Reads for tenancy: resolving who a caller is."""
 from __future__ import annotations
 
+import copy
+import threading
+import time
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, TypeVar
 
-from django.db.models import OuterRef, Subquery
+from django.conf import settings
+from django.db.models import Model, OuterRef, Subquery
 from django.utils import timezone
 
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.keys import key_matches, key_split
 from lore_platform.tenancy.models import ApiKey, Membership, Tenant, User
+
+M = TypeVar("M", bound=Model)
 
 # last_used_at is informative; writing it on every call would turn each read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -20,22 +28,110 @@ def api_key_authenticate(raw_key: str) -> ApiKey | None:
     if parts is None:
         return None
     prefix, secret = parts
+    cached = verified_keys.get(prefix)
+    if cached is not None:
+        if not key_matches(secret, cached.secret_hash):
+            return None
+        api_key = cached.api_key()
+    else:
+        api_key = _api_key_load(prefix)
+        if api_key is None or not api_key.is_active or not key_matches(secret, api_key.secret_hash):
+            return None
+        verified_keys.put(prefix, api_key)
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        if not ApiKey.objects.unscoped().filter(pk=api_key.pk, revoked_at__isnull=True).update(last_used_at=now):
+            verified_keys.clear()  # revoked (or deleted) since this process verified it
+            return None
+        api_key.last_used_at = now
+        verified_keys.put(prefix, api_key, expires=cached.expires if cached else None)
+    return api_key
+
+
+def _api_key_load(prefix: str) -> ApiKey | None:
     # Looked up by its public prefix before any tenant is known: the key *is* the tenant.
     role = Membership.objects.unscoped().filter(tenant_id=OuterRef("tenant_id"), user_id=OuterRef("user_id"))
-    api_key = (
+    return (
         ApiKey.objects.unscoped()
         .select_related("tenant", "user")
         .annotate(member_role=Subquery(role.values("role")[:1]))
         .filter(prefix=prefix)
         .first()
     )
-    if api_key is None or not api_key.is_active or not key_matches(secret, api_key.secret_hash):
-        return None
-    now = timezone.now()
-    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
-        ApiKey.objects.unscoped().filter(pk=api_key.pk).update(last_used_at=now)
-        api_key.last_used_at = now
-    return api_key
+
+
+def _row(instance: Model) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    names = tuple(f.attname for f in instance._meta.concrete_fields)
+    return names, tuple(getattr(instance, name) for name in names)
+
+
+def _rebuilt(model: type[M], row: tuple[tuple[str, ...], tuple[Any, ...]]) -> M:
+    # Fresh instances every request, JSON values copied: no request can change another's.
+    values = [copy.deepcopy(v) if isinstance(v, (list, dict)) else v for v in row[1]]
+    return model.from_db("default", row[0], values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _VerifiedKey:
+    secret_hash: str
+    key_row: tuple[tuple[str, ...], tuple[Any, ...]]
+    tenant_row: tuple[tuple[str, ...], tuple[Any, ...]]
+    user_row: tuple[tuple[str, ...], tuple[Any, ...]] | None
+    member_role: str | None
+    expires: float
+
+    def api_key(self) -> ApiKey:
+        api_key = _rebuilt(ApiKey, self.key_row)
+        api_key.tenant = _rebuilt(Tenant, self.tenant_row)
+        api_key.user = _rebuilt(User, self.user_row) if self.user_row else None
+        api_key.member_role = self.member_role  # type: ignore[attr-defined]
+        return api_key
+
+
+class VerifiedKeyCache:
+    """Keys this process verified in the last few seconds (``API_KEY_CACHE_SECONDS``).
+
+    A partner app calls on every chat turn; reading the key, its tenant, user and
+    role from the database each time cost more than the lore engine (measured:
+    ~3 ms of a ~35 ms turn). Any change to a key, tenant, user or membership
+    empties this process's cache at once; other processes notice within the TTL,
+    so a revoked key stops working everywhere within that many seconds.
+    """
+
+    def __init__(self) -> None:
+        self._keys: dict[str, _VerifiedKey] = {}
+        self._lock = threading.Lock()
+
+    def get(self, prefix: str) -> _VerifiedKey | None:
+        found = self._keys.get(prefix)
+        if found is None or found.expires < time.monotonic():
+            return None
+        return found
+
+    def put(self, prefix: str, api_key: ApiKey, *, expires: float | None = None) -> None:
+        """Remember a key just read from the database (``expires``: keep an earlier read's deadline)."""
+        ttl = float(getattr(settings, "API_KEY_CACHE_SECONDS", 0))
+        if ttl <= 0:
+            return
+        entry = _VerifiedKey(
+            secret_hash=api_key.secret_hash,
+            key_row=_row(api_key),
+            tenant_row=_row(api_key.tenant),
+            user_row=_row(api_key.user) if api_key.user is not None else None,
+            member_role=getattr(api_key, "member_role", None),
+            expires=expires if expires is not None else time.monotonic() + ttl,
+        )
+        with self._lock:
+            if len(self._keys) >= 10_000:
+                self._keys.clear()  # a bound, not a policy: keys come back on the next call
+            self._keys[prefix] = entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+
+
+verified_keys = VerifiedKeyCache()
 
 
 def actor_for_api_key(api_key: ApiKey) -> Actor:

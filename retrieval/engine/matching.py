@@ -78,6 +78,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 # Scripts written without spaces between words: whole-word checks would make
 # their keys unmatchable inside running text, so they always match as
@@ -302,10 +303,10 @@ class _Automaton:
         text: str,
         starts: Sequence[int],
         ends: Sequence[int],
-        first: dict[int, int],
+        found: list[set[int]],
         prefiltered: list[tuple[int, int]],
     ) -> None:
-        """Record, for every key, the first text holding it.
+        """Add to ``found[i]`` every key that text ``i`` holds.
 
         ``text`` is all texts, folded and joined; text ``i`` spans
         ``starts[i]:ends[i]``. A hit that crosses from one text into the next
@@ -315,43 +316,40 @@ class _Automaton:
         if self._ac is None:
             return
         patterns = self._patterns
+        count = len(starts)
+        # (needle, text) pairs as one int: the loop runs once per hit.
         done_sub: set[int] = set()
         done_whole: set[int] = set()
-        seen: set[tuple[int, int]] = set()
         for pid, start, end in self._ac.find_matches_as_indexes(text, overlapping=True):
-            pattern = patterns[pid]
-            if pattern.regexes:
-                where = bisect_right(starts, start) - 1
-                if end <= ends[where] and (pid, where) not in seen:
-                    seen.add((pid, where))
-                    prefiltered.append((pid, where))
-            if pid in done_whole:
-                continue
             where = bisect_right(starts, start) - 1
             if end > ends[where]:
                 continue
-            if pid not in done_sub:
-                done_sub.add(pid)
+            tag = pid * count + where
+            if tag in done_whole:
+                continue
+            pattern = patterns[pid]
+            if tag not in done_sub:
+                done_sub.add(tag)
+                if pattern.regexes:
+                    prefiltered.append((pid, where))
                 if pattern.substring_keys is not None:
-                    for key in pattern.substring_keys:
-                        first[key] = where
+                    found[where].update(pattern.substring_keys)
                 if pattern.whole_keys is None:
-                    done_whole.add(pid)
+                    done_whole.add(tag)
                     continue
             # Text edges border the separator, which is not a word character.
             if pattern.check_left and start > 0 and is_word_char(text[start - 1]):
                 continue
             if pattern.check_right and end < len(text) and is_word_char(text[end]):
                 continue
-            done_whole.add(pid)
-            for key in pattern.whole_keys or ():
-                first[key] = where
+            done_whole.add(tag)
+            found[where].update(pattern.whole_keys or ())
 
 
 class KeyMatcher:
     """A compiled set of keys; immutable after construction and thread-safe."""
 
-    __slots__ = ("_dotless", "_exact", "_fold_width", "_folded", "_regexes", "keys", "warnings")
+    __slots__ = ("_dotless", "_exact", "_fold_width", "_folded", "_known", "_regexes", "keys", "warnings")
 
     def __init__(self, keys: Sequence[KeyPattern], *, fold_width: bool = False) -> None:
         self.keys: tuple[KeyPattern, ...] = tuple(keys)
@@ -424,6 +422,8 @@ class KeyMatcher:
         self._regexes = tuple(regexes)
         self._dotless = tuple(dotless)
         self.warnings: tuple[str, ...] = tuple(warnings)
+        # The only state that changes after construction: a bounded memo of keys per text.
+        self._known: TextCache[tuple[int, ...]] = TextCache(limit_chars=KNOWN_TEXT_CHARS)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -436,98 +436,117 @@ class KeyMatcher:
         """Map each key found to the index of the first text (in the given order) holding it.
 
         Feed messages newest-first and the value is the distance back to the
-        latest mention, so "within scan depth d" is ``value < d``. All texts go
-        through the automaton in one call (joined with a separator that no hit
-        may cross), which is what keeps a 100-message scan in milliseconds.
+        latest mention, so "within scan depth d" is ``value < d``. The keys of
+        each distinct text are remembered: a chat is scanned again every turn
+        with all but its newest messages unchanged, and recursion rescans the
+        same entry contents turn after turn. Texts not seen before go through
+        the automaton in one call (joined with a separator that no hit may
+        cross), which is what keeps a 100-message scan in milliseconds.
         """
         items = list(texts)
+        first: dict[int, int] = {}
         if not items:
-            return {}
-        forms = _FOLDS_WIDTH if self._fold_width else _FOLDS
+            return first
+        known = self._known
+        per_text: list[tuple[int, ...] | None] = [known.get(text) for text in items]
+        missing = [where for where, keys in enumerate(per_text) if keys is None]
+        if missing:
+            fresh = self._find_each([items[where] for where in missing])
+            for where, found in zip(missing, fresh, strict=True):
+                per_text[where] = found
+                known.put(items[where], found)
+        for where, keys in enumerate(per_text):
+            for key in keys or ():
+                if key not in first:
+                    first[key] = where
+        return first
+
+    def _find_each(self, items: list[str]) -> list[tuple[int, ...]]:
+        """The keys each text holds (every text scanned; no cache)."""
         normals: list[str] = []
         folded: list[str] = []
         for text in items:
-            pair = forms.get(text)
-            if pair is None:
-                pair = forms.put(text)
-            normals.append(pair[0])
-            folded.append(pair[1])
-        first: dict[int, int] = {}
+            normal, fold = _text_forms(text, fold_width=self._fold_width)
+            normals.append(normal)
+            folded.append(fold)
+        found: list[set[int]] = [set() for _ in items]
         prefiltered: list[tuple[int, int]] = []
         if self._folded:
             joined, starts, ends = _join(folded)
-            self._folded.scan(joined, starts, ends, first, prefiltered)
+            self._folded.scan(joined, starts, ends, found, prefiltered)
         if self._exact:
             joined, starts, ends = _join(normals)
-            self._exact.scan(joined, starts, ends, first, [])
+            self._exact.scan(joined, starts, ends, found, [])
         # Regexes run on one text at a time, never on the joined string, so
         # anchors and lookarounds see each message as it is.
-        candidates = [
-            (where, key, regex)
-            for pid, where in prefiltered
-            for key, regex in self._folded.pattern(pid).regexes or ()
-        ]
+        for pid, where in prefiltered:
+            for key, regex in self._folded.pattern(pid).regexes or ():
+                if key not in found[where] and regex.search(normals[where]):
+                    found[where].add(key)
         if self._dotless:
-            candidates.extend(
-                (where, key, regex)
-                for where, text in enumerate(normals)
-                if _DOTLESS_I in text
-                for key, regex in self._dotless
-            )
-            candidates.sort(key=lambda item: item[0])
-        for where, key, regex in candidates:
-            if key not in first and regex.search(normals[where]):
-                first[key] = where
+            for where, text in enumerate(normals):
+                if _DOTLESS_I in text:
+                    for key, regex in self._dotless:
+                        if key not in found[where] and regex.search(text):
+                            found[where].add(key)
         if self._regexes:
             regex_texts = normals if not self._fold_width else [unicodedata.normalize("NFC", t) for t in items]
             for key, regex in self._regexes:
                 for where, text in enumerate(regex_texts):
                     if regex.search(text):
-                        first[key] = where
-                        break
-        return first
+                        found[where].add(key)
+        return [tuple(keys) for keys in found]
 
 
 _SEPARATOR = "\x00"
 
 
-class _FoldCache:
-    """Normal and case-folded forms of recently scanned texts.
+class TextCache(Generic[V]):
+    """Values computed from recently seen texts, bounded by their total characters.
 
-    A chat is scanned again every turn with all but one or two messages
-    unchanged, and activated lore repeats from turn to turn, so folding is
-    done once per distinct text. Bounded by total characters; thread-safe
-    because each operation is a single dict call under CPython.
+    Thread-safe enough for a memo: each operation is a few dict calls under
+    CPython, and a race can only miscount the size a little.
     """
 
-    __slots__ = ("_chars", "_form", "_items", "_limit")
+    __slots__ = ("_chars", "_items", "_limit")
 
-    def __init__(self, form: Literal["NFC", "NFKC"], limit_chars: int = 2_000_000) -> None:
-        self._form: Literal["NFC", "NFKC"] = form
-        self._items: dict[str, tuple[str, str]] = {}
+    def __init__(self, *, limit_chars: int) -> None:
+        self._items: dict[str, V] = {}
         self._chars = 0
         self._limit = limit_chars
 
-    def get(self, text: str) -> tuple[str, str] | None:
+    def get(self, text: str) -> V | None:
         return self._items.get(text)
 
-    def put(self, text: str) -> tuple[str, str]:
+    def put(self, text: str, value: V) -> None:
+        if len(text) > 20_000:
+            return  # very long texts are rare and not worth keeping
+        if self._chars + len(text) > self._limit:
+            self._items.clear()  # crude but bounded: start over rather than track ages
+            self._chars = 0
+        self._items[text] = value
+        self._chars += len(text)
+
+
+# Folded forms are shared by every matcher (a message is scanned by several book sets).
+_FOLDS: TextCache[tuple[str, str]] = TextCache(limit_chars=2_000_000)
+_FOLDS_WIDTH: TextCache[tuple[str, str]] = TextCache(limit_chars=2_000_000)
+# Per matcher: keys found in each text (messages, entry contents).
+KNOWN_TEXT_CHARS = 500_000
+
+
+def _text_forms(text: str, *, fold_width: bool) -> tuple[str, str]:
+    """(normalised, case-folded) forms of ``text``: NFC, or NFKC with ``fold_width``."""
+    cache = _FOLDS_WIDTH if fold_width else _FOLDS
+    pair = cache.get(text)
+    if pair is None:
         if text.isascii():
             pair = (text, text.lower())
         else:
-            normal = unicodedata.normalize(self._form, text)
+            normal = unicodedata.normalize("NFKC" if fold_width else "NFC", text)
             pair = (normal, normal.casefold())
-        if len(text) <= 20_000:  # very long texts are rare and not worth keeping
-            if self._chars + len(text) > self._limit:
-                self._items.clear()  # crude but bounded: start over rather than track ages
-                self._chars = 0
-            self._items[text] = pair
-            self._chars += len(text)
-        return pair
-
-
-_FOLDS = _FoldCache("NFC")
-_FOLDS_WIDTH = _FoldCache("NFKC")
+        cache.put(text, pair)
+    return pair
 
 
 def _join(texts: Sequence[str]) -> tuple[str, list[int], list[int]]:

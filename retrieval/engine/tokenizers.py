@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .matching import TextCache
+
 __all__ = [
     "MODEL_REGISTRY",
     "CharsPerTokenTokenizer",
@@ -128,12 +130,14 @@ class EstimateTokenizer:
 class QuicktokTokenizer:
     """Exact counts with a vocabulary bundled in ``quicktok-v1``; loads on first use."""
 
-    __slots__ = ("_encoding", "_lock", "encoding_name")
+    __slots__ = ("_counted", "_encoding", "_lock", "encoding_name")
 
     def __init__(self, encoding_name: str) -> None:
         self.encoding_name = encoding_name
         self._encoding: Any = None
         self._lock = threading.Lock()
+        # Entry contents are counted again every turn they activate: remember the counts.
+        self._counted: TextCache[int] = TextCache(limit_chars=2_000_000)
 
     @property
     def name(self) -> str:
@@ -154,12 +158,16 @@ class QuicktokTokenizer:
         return self._encoding
 
     def count(self, text: str) -> int:
-        # ``count`` treats special-token text such as "<|endoftext|>" as
-        # ordinary characters, which is how lore text reaches the model.
-        return int(self._load().count(text))
+        found = self._counted.get(text)
+        if found is None:
+            # ``count`` treats special-token text such as "<|endoftext|>" as
+            # ordinary characters, which is how lore text reaches the model.
+            found = int(self._load().count(text))
+            self._counted.put(text, found)
+        return found
 
 
-_BUNDLED = ("cl100k_base", "o200k_base", "o200k_harmony", "llama3", "qwen3")
+BUNDLED_ENCODINGS = ("cl100k_base", "o200k_base", "o200k_harmony", "llama3", "qwen3")
 _ALIASES = {"cl100k": "cl100k_base", "o200k": "o200k_base", "llama-3": "llama3", "qwen": "qwen3"}
 _instances: dict[str, Tokenizer] = {}
 _instances_lock = threading.Lock()
@@ -173,7 +181,7 @@ def tokenizer_by_name(name: str) -> Tokenizer:
         if found is not None:
             return found
         tokenizer: Tokenizer
-        if key in _BUNDLED:
+        if key in BUNDLED_ENCODINGS:
             tokenizer = QuicktokTokenizer(key)
         elif key == "estimate":
             tokenizer = EstimateTokenizer()
@@ -184,7 +192,7 @@ def tokenizer_by_name(name: str) -> Tokenizer:
             tokenizer = CharsPerTokenTokenizer(chars_per_token=per)
         else:
             raise UnknownTokenizerError(
-                f"unknown tokenizer {name!r}; known: {', '.join(_BUNDLED)}, ceil-chars-N, estimate"
+                f"unknown tokenizer {name!r}; known: {', '.join(BUNDLED_ENCODINGS)}, ceil-chars-N, estimate"
             )
         _instances[key] = tokenizer
         return tokenizer

@@ -1,11 +1,15 @@
 """API keys: hashed at rest, shown once, scoped, revocable; 401 with a JSON body."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from lore_platform.tenancy.keys import key_hash, key_split
 from lore_platform.tenancy.models import ApiKey
+from lore_platform.tenancy.selectors import verified_keys
 from lore_platform.tenancy.services import api_key_create, api_key_revoke
 
 pytestmark = pytest.mark.django_db
@@ -147,3 +151,67 @@ def test_tenant_create_command_text_output(capsys, db):
     call_command("tenant_create", "Plain", "--admin", "p@plain.test")
     out = capsys.readouterr().out
     assert "API key: lw_" in out
+
+
+def _revoke_elsewhere(setup, raw_key):
+    """Revoke as another web process would: in the database, without this process hearing of it."""
+    prefix, _ = key_split(raw_key)
+    ApiKey.objects.for_tenant(setup.tenant).filter(prefix=prefix).update(revoked_at=timezone.now())
+    return prefix
+
+
+def test_key_revoked_by_another_process_stops_working_within_the_cache_time(tenant_a, settings):
+    settings.API_KEY_CACHE_SECONDS = 10
+    client = tenant_a.read_client
+    assert client.get("/api/v1/tenant").status_code == 200  # verified, remembered here
+    prefix = _revoke_elsewhere(tenant_a, tenant_a.read_key)
+    # Within the cache time this process still trusts its check...
+    assert client.get("/api/v1/tenant").status_code == 200
+    # ...and once it has passed, the database answers.
+    entry = verified_keys.get(prefix)
+    assert entry is not None
+    object.__setattr__(entry, "expires", time.monotonic() - 1)
+    assert client.get("/api/v1/tenant").status_code == 401
+
+
+def test_cached_key_still_needs_the_right_secret(anon_client, tenant_a, settings):
+    settings.API_KEY_CACHE_SECONDS = 10
+    assert tenant_a.read_client.get("/api/v1/tenant").status_code == 200
+    prefix, _ = key_split(tenant_a.read_key)
+    assert verified_keys.get(prefix) is not None
+    response = anon_client.get("/api/v1/tenant", HTTP_AUTHORIZATION=f"Api-Key lw_{prefix}_wrongsecret")
+    assert response.status_code == 401
+
+
+def test_last_used_write_notices_a_revocation_at_once(tenant_a, settings):
+    settings.API_KEY_CACHE_SECONDS = 10
+    client = tenant_a.read_client
+    assert client.get("/api/v1/tenant").status_code == 200
+    prefix = _revoke_elsewhere(tenant_a, tenant_a.read_key)
+    # The minute-resolution last-used write is due: it finds the key revoked.
+    ApiKey.objects.for_tenant(tenant_a.tenant).filter(prefix=prefix).update(last_used_at=None)
+    entry = verified_keys.get(prefix)
+    assert entry is not None
+    object.__setattr__(entry, "key_row", (entry.key_row[0], tuple(
+        None if name == "last_used_at" else value for name, value in zip(*entry.key_row, strict=True))))
+    assert client.get("/api/v1/tenant").status_code == 401
+
+
+def test_role_change_applies_at_once_in_this_process(tenant_a, settings):
+    from lore_platform.tenancy.models import Membership
+    from lore_platform.tenancy.services import api_key_create, membership_set
+
+    settings.API_KEY_CACHE_SECONDS = 10
+    issued = api_key_create(tenant=tenant_a.tenant, name="member's", scopes=["write"], user=tenant_a.member)
+    client = tenant_a.client(issued.secret)
+    assert client.get("/api/v1/api-keys").status_code == 403  # members do not manage keys
+    membership_set(tenant=tenant_a.tenant, user=tenant_a.member, role=Membership.Role.ADMIN)
+    assert client.get("/api/v1/api-keys").status_code == 200
+
+
+def test_cache_time_zero_checks_the_database_every_call(tenant_a, settings):
+    settings.API_KEY_CACHE_SECONDS = 0
+    client = tenant_a.read_client
+    assert client.get("/api/v1/tenant").status_code == 200
+    _revoke_elsewhere(tenant_a, tenant_a.read_key)
+    assert client.get("/api/v1/tenant").status_code == 401

@@ -118,7 +118,7 @@ def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a, django
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         second = _context(tenant_a, chat_id, "Let us talk about fish.")
-    assert callbacks, "usage is counted after the response, by a task"
+    assert callbacks, "usage is counted after the response, by the usage sweep"
     # @@keep stays active without a match; the plain entry needs its key.
     assert _injected(second) == ["The oath binds whoever speaks it."]
 
@@ -135,11 +135,10 @@ def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a, django
     assert (kept.usage_count, plain.usage_count) == (2, 1)
     assert kept.last_used_at is not None
 
-    # The usage task is idempotent: a duplicate delivery counts nothing twice.
-    from lore_platform.cast.tasks import request_usage_record
+    # The usage sweep is idempotent: a second run (a duplicate delivery) counts nothing twice.
+    from lore_platform.cast.tasks import request_usage_sweep
 
-    log_id = second["request_log_id"]
-    assert request_usage_record(tenant_a.tenant.pk, log_id) == 0
+    assert request_usage_sweep() == 0
     kept.refresh_from_db()
     assert kept.usage_count == 2
 

@@ -15,9 +15,10 @@ from lore_platform.tenancy.scoping import TenantScopedManager
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ["lore_platform", "books", "retrieval", "sharing"]
-# Where reading across tenants is the point (authentication, public library, operator tooling).
+# Where reading across tenants is the point (authentication, public library, the usage sweep).
 UNSCOPED_ALLOWED = {
     "lore_platform/tenancy/selectors.py",
+    "lore_platform/cast/usage.py",
     "sharing/selectors.py",
 }
 ALLOWED_METHODS = {"for_tenant", "unscoped", "create"}

@@ -289,11 +289,23 @@ def test_word_characters(ch: str, word: bool) -> None:
     assert is_word_char(ch) is word
 
 
-def test_the_fold_cache_stays_bounded() -> None:
-    from retrieval.engine.matching import _FoldCache
+def test_the_text_caches_stay_bounded() -> None:
+    from retrieval.engine.matching import TextCache
 
-    cache = _FoldCache("NFC", limit_chars=100)
+    cache: TextCache[str] = TextCache(limit_chars=100)
     for n in range(50):
-        assert cache.put(f"Mensaje {n:02d} ÁÉ") == (f"Mensaje {n:02d} ÁÉ", f"mensaje {n:02d} áé")
+        cache.put(f"Mensaje {n:02d} ÁÉ", f"value {n}")
     assert cache._chars <= 100
-    assert cache.get("Mensaje 49 ÁÉ") == ("Mensaje 49 ÁÉ", "mensaje 49 áé")
+    assert cache.get("Mensaje 49 ÁÉ") == "value 49"
+
+
+def test_remembered_keys_give_the_same_answer_as_a_fresh_scan() -> None:
+    """A text seen before is answered from memory; the answer must not change with that."""
+    keys = [KeyPattern(text="fuego"), KeyPattern(text="agua"), KeyPattern(text="/ti(e|a)rra/i", regex=True)]
+    texts = ["El fuego y el agua.", "Nada aquí.", "La TIERRA tiembla; fuego otra vez."]
+    fresh = KeyMatcher(keys).find_first(texts)
+    warm = KeyMatcher(keys)
+    warm.find_first(texts[1:])  # the last two texts are now remembered, the first is not
+    assert warm.find_first(texts) == fresh == {0: 0, 1: 0, 2: 2}
+    # Order still decides "first": newest-first input gives the distance back.
+    assert warm.find_first(list(reversed(texts))) == {0: 0, 1: 2, 2: 0}

@@ -198,6 +198,10 @@ class PreviewIn(serializers.Serializer):
 
 
 class RequestLogOut(serializers.ModelSerializer):
+    injections = serializers.JSONField(read_only=True)
+    world_index = serializers.JSONField(read_only=True)
+    log = serializers.JSONField(read_only=True)
+
     class Meta:
         model = RequestLog
         fields = ["id", "turn", "profile", "model_id", "injections", "world_index", "log", "created_at"]

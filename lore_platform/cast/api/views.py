@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView, TenantViewSet
+from lore_platform.api.pagination import Pagination
 from lore_platform.cast import chats as chat_services
 from lore_platform.cast.api import serializers as s
 from lore_platform.cast.attachments import (
@@ -57,6 +58,12 @@ def context_input(data: dict[str, Any], *, profile: str) -> ContextInput:
         render=bool(data.get("render")),
         tools=bool(model.get("tools")),
     )
+
+
+class RequestLogPagination(Pagination):
+    # One log explains every entry a turn considered (100+ KB on a big book): small pages.
+    page_size = 20
+    max_page_size = 50
 
 
 def profile_of(actor: Actor, requested: str | None, chat: Chat | None = None) -> str:
@@ -190,7 +197,7 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
         return Response(lore_lookup([g.book for g in gathering.books], entry_id))
 
     @extend_schema(responses=s.RequestLogOut(many=True), summary="Which entries entered each request (C-15)")
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=RequestLogPagination)
     def requests(self, request: Request, pk: str) -> Response:
         chat = chat_services.chat_get(actor=self.actor, chat_id=int(pk))
         page = self.paginate_queryset(chat_services.chat_request_logs(actor=self.actor, chat=chat))

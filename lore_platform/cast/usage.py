@@ -1,0 +1,76 @@
+"""Usage counts of injected entries (W-11), applied in batches after the responses.
+
+Every turn stores, in its request log, which entries it injected; a sweep adds
+those up and writes each entry's count once per batch. Twenty chats on one
+book would otherwise queue on the same entry rows every turn, and each turn
+would pay for a broker message. The sweep is started at most once a second per
+web process after a turn (at once when Celery runs eagerly, as in the
+embedded default) and by Celery beat, so a count lags its turn by about a
+second and never by more than the beat interval.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+from django.db import transaction
+from django.utils import timezone
+
+from lore_platform.cast.models import RequestLog
+from lore_platform.tenancy.models import Tenant
+
+SWEEP_BATCH = 500
+# Seconds between two sweeps started by one web process.
+SWEEP_DEBOUNCE = 1.0
+
+_last_started = 0.0
+_lock = threading.Lock()
+
+
+def request_usage_sweep_soon() -> None:
+    """Ask for a sweep after a turn, unless this process asked less than a second ago."""
+    global _last_started
+    from lore_platform.cast.tasks import request_usage_sweep
+
+    if not request_usage_sweep.app.conf.task_always_eager:
+        now = time.monotonic()
+        with _lock:
+            if now - _last_started < SWEEP_DEBOUNCE:
+                return
+            _last_started = now
+    request_usage_sweep.delay()
+
+
+def request_usage_pending_record(*, batch: int = SWEEP_BATCH) -> int:
+    """Apply the usage of up to ``batch`` request logs not yet counted; returns how many logs.
+
+    Idempotent: a log is counted and marked in one transaction, and concurrent
+    sweeps skip the logs another one holds.
+    """
+    from books.services import entries_record_usage
+
+    with transaction.atomic():
+        # The sweep serves every tenant: it is the one reader that starts unscoped.
+        pending = list(
+            RequestLog.objects.unscoped()
+            .filter(usage_recorded_at__isnull=True)
+            .order_by("id")
+            .select_for_update(skip_locked=True)
+            .only("id", "usage", "created_at")[:batch]
+        )
+        if not pending:
+            return 0
+        uses: dict[int, Counter[int]] = {}
+        for log in pending:
+            for owner_id, entry_ids in log.usage.items():
+                uses.setdefault(int(owner_id), Counter()).update(set(entry_ids))
+        newest = max(log.created_at for log in pending)
+        owners = {t.pk: t for t in Tenant.objects.filter(pk__in=list(uses))}
+        for owner_id in sorted(uses):
+            if owner_id in owners:  # a deleted tenant's entries are gone with it
+                entries_record_usage(tenant=owners[owner_id], counts=uses[owner_id], used_at=newest)
+        RequestLog.objects.unscoped().filter(pk__in=[log.pk for log in pending]).update(
+            usage_recorded_at=timezone.now()
+        )
+    return len(pending)
