@@ -1,16 +1,20 @@
 """Load and latency of the context call over HTTP: ``python -m bench.context_load``.
 
 The real stack: gunicorn (deploy/gunicorn.conf.py), PostgreSQL, Redis as the
-Celery broker. A tenant with 3 classic books of 2,000 entries in all, attached
+Celery broker and a Celery worker (it applies the usage sweeps the turns ask
+for, on the same two cores, as in production). A tenant with 3 classic books of 2,000 entries in all, attached
 to one character; 20 concurrent clients, each with its own chat, call
-``POST /api/v1/chats/{id}/context`` with a 20-message history (the last
-message changes every turn). Prints JSON lines: throughput, p50/p99 latency,
-and the in-process engine time for the same turns (its share of p50).
+``POST /api/v1/chats/{id}/context`` with the chat's last 20 messages (two of
+them new each turn: the model's reply and the user's next message, as partner
+apps send it). Prints JSON lines: throughput, p50/p99 latency, and the
+in-process engine time for the same kind of turn (its share of p50).
 
-Two runs: "saturated" (clients send back to back: the throughput ceiling,
-where latency is mostly queueing) and "paced" (each client pauses between
-turns, like a person reading and typing). Targets on a 2-core machine
-(keyword profiles), read on the paced run: p50 <= 30 ms, p99 <= 150 ms.
+Three runs: "saturated" (clients send back to back: the throughput ceiling,
+where latency is mostly queueing: p50 = clients / throughput), "paced" (each
+client pauses between turns, like a person reading and typing) and
+"paced_fresh" (paced, but all 20 messages are new every turn: the worst case
+for the per-text memo of the matcher). Targets on a 2-core machine (keyword
+profiles), read on the paced run: p50 <= 30 ms, p99 <= 150 ms.
 
 Options: ``--clients 20 --requests 40`` (per client), ``--database-url``,
 ``--broker-url``, ``--port``. The database named in the URL is dropped and
@@ -107,25 +111,42 @@ print(json.dumps({"key": created.key.secret, "chats": chats, "keys": keys[:400]}
 '''
 
 
+def _message(rng: random.Random, keys: list[str], index: int, turn: int) -> dict[str, str]:
+    words = [rng.choice(WORDS) for _ in range(25)]
+    if rng.random() < 0.5:
+        words.insert(rng.randrange(len(words)), rng.choice(keys))
+    return {"role": "user" if index % 2 == 0 else "assistant", "text": " ".join(words) + f" ({turn})"}
+
+
 def _messages(rng: random.Random, keys: list[str], turn: int) -> list[dict[str, str]]:
-    history = []
-    for i in range(20):
-        words = [rng.choice(WORDS) for _ in range(25)]
-        if rng.random() < 0.5:
-            words.insert(rng.randrange(len(words)), rng.choice(keys))
-        history.append({"role": "user" if i % 2 == 0 else "assistant", "text": " ".join(words) + f" ({turn})"})
-    return history
+    """A 20-message history written from scratch: every message is new to the server (the worst case)."""
+    return [_message(rng, keys, i, turn) for i in range(20)]
+
+
+class RollingChat:
+    """A chat as partner apps send it: the last 20 messages, two of them new each turn
+    (the model's reply to the last turn and the user's next message)."""
+
+    def __init__(self, rng: random.Random, keys: list[str]) -> None:
+        self.rng, self.keys = rng, keys
+        self.history = _messages(rng, keys, 0)
+
+    def next_turn(self, turn: int) -> list[dict[str, str]]:
+        self.history = [*self.history[2:], _message(self.rng, self.keys, 1, turn), _message(self.rng, self.keys, 0, turn)]
+        return self.history
 
 
 def _client(port: int, key: str, chat: int, keys: list[str], requests: int, seed: int,
-            latencies: list[float], errors: list[str], think_ms: float = 0.0) -> None:
+            latencies: list[float], errors: list[str], think_ms: float = 0.0, history: str = "rolling") -> None:
     rng = random.Random(seed)
+    rolling = RollingChat(rng, keys)
     if think_ms:
         time.sleep(rng.random() * think_ms / 1000)  # clients do not start in lockstep
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Authorization": f"Api-Key {key}", "Content-Type": "application/json"}
     for turn in range(requests):
-        body = json.dumps({"messages": _messages(rng, keys, turn), "model": {"id": "gpt-4o"}})
+        messages = rolling.next_turn(turn) if history == "rolling" else _messages(rng, keys, turn)
+        body = json.dumps({"messages": messages, "model": {"id": "gpt-4o"}})
         started = time.perf_counter()
         try:
             conn.request("POST", f"/api/v1/chats/{chat}/context", body=body, headers=headers)
@@ -151,7 +172,7 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def _engine_share(env: dict[str, str], keys: list[str], turns: int) -> float:
-    """Median in-process time of context_run for the same kind of turn (no HTTP, no persistence)."""
+    """Median in-process time of gathering + context_run for a rolling-history turn (no HTTP, no writes)."""
     code = r'''
 import json, random, statistics, sys, time
 import django
@@ -160,13 +181,13 @@ from lore_platform.cast.models import Chat
 from lore_platform.cast.attachments import chat_books_gather
 from retrieval.context import ContextInput, context_run
 from retrieval.engine import values as ev
-from bench.context_load import _messages
+from bench.context_load import RollingChat
 keys = json.loads(sys.argv[1]); turns = int(sys.argv[2])
 chat = Chat.objects.unscoped().select_related("tenant", "character").first()
-rng = random.Random(3)
+rolling = RollingChat(random.Random(3), keys)
 times = []
 for turn in range(turns):
-    messages = tuple(ev.Message(role=m["role"], text=m["text"]) for m in _messages(rng, keys, turn))
+    messages = tuple(ev.Message(role=m["role"], text=m["text"]) for m in rolling.next_turn(turn))
     started = time.perf_counter()
     gathering = chat_books_gather(chat, profile="classic")
     context_run(request=ContextInput(profile="classic", messages=messages, model_id="gpt-4o"),
@@ -177,6 +198,30 @@ print(statistics.median(times[5:]))
     out = subprocess.run([sys.executable, "-c", code, json.dumps(keys), str(turns)], cwd=REPO, env=env,
                          capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def _usage_settled(env: dict[str, str], wait_s: float = 30.0) -> dict[str, object]:
+    """After the runs: did the worker's sweeps count every turn's injections (W-11)?"""
+    code = r'''
+import json, sys, time
+import django
+django.setup()
+from django.db.models import Sum
+from books.models import Entry
+from lore_platform.cast.models import RequestLog
+deadline = time.time() + float(sys.argv[1])
+while True:
+    waiting = RequestLog.objects.unscoped().filter(usage_recorded_at__isnull=True).count()
+    if not waiting or time.time() > deadline:
+        break
+    time.sleep(0.5)
+injected = sum(len(ids) for log in RequestLog.objects.unscoped().only("usage") for ids in log.usage.values())
+counted = Entry.objects.unscoped().aggregate(n=Sum("usage_count"))["n"] or 0
+print(json.dumps({"logs_waiting": waiting, "injections": injected, "counted": counted}))
+'''
+    out = subprocess.run([sys.executable, "-c", code, str(wait_s)], cwd=REPO, env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(setup.stdout.strip().splitlines()[-1])
     print(json.dumps({"setup": {"books": len(BOOKS), "entries": sum(n for _, n in BOOKS), "clients": args.clients}}))
 
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker", "--concurrency", "1",
+         "--pool", "solo", "-l", "WARNING"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "lore_platform.wsgi:application", "-c", "deploy/gunicorn.conf.py",
          "--bind", f"127.0.0.1:{args.port}"],
@@ -227,11 +277,12 @@ def main(argv: list[str] | None = None) -> int:
             thread.join()
         runs = {}
         errors: list[str] = []
-        for label, think in (("saturated", 0.0), ("paced", args.think_ms)):
+        for label, think, history in (("saturated", 0.0, "rolling"), ("paced", args.think_ms, "rolling"),
+                                      ("paced_fresh", args.think_ms, "fresh")):
             latencies: list[float] = []
             threads = [
                 threading.Thread(target=_client, args=(args.port, data["key"], chat, data["keys"], args.requests,
-                                                       i, latencies, errors, think))
+                                                       i + 100 * len(runs), latencies, errors, think, history))
                 for i, chat in enumerate(data["chats"])
             ]
             started = time.perf_counter()
@@ -240,12 +291,14 @@ def main(argv: list[str] | None = None) -> int:
             for thread in threads:
                 thread.join()
             runs[label] = (latencies, time.perf_counter() - started)
+        usage = _usage_settled(env)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for process in (server, worker):
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
     engine = _engine_share(env, data["keys"], 40)
     summary = {}
@@ -258,14 +311,15 @@ def main(argv: list[str] | None = None) -> int:
     paced = summary["paced"]
     print(json.dumps({
         "http": summary,
-        "clients": args.clients, "think_ms": args.think_ms, "errors": len(errors),
+        "clients": args.clients, "think_ms": args.think_ms, "errors": len(errors), "usage": usage,
         "engine": {"in_process_p50_ms": round(engine, 2),
                    "share_of_paced_p50": round(engine / max(paced["p50_ms"], 0.001), 2)},
         "targets_paced": {"p50_le_30ms": paced["p50_ms"] <= 30, "p99_le_150ms": paced["p99_ms"] <= 150},
     }))
     if errors:
         print(json.dumps({"first_errors": errors[:3]}))
-    return 0 if not errors else 1
+    settled = usage["logs_waiting"] == 0 and usage["injections"] == usage["counted"]
+    return 0 if not errors and settled else 1
 
 
 if __name__ == "__main__":

@@ -29,3 +29,9 @@ def when_ready(server):  # noqa: ANN001, ANN201 (gunicorn hook)
 
         loaded = process_warm()
         server.log.info("warm: tokenizers loaded before fork: %s", ", ".join(loaded) or "none")
+        # What the master loaded lives as long as the workers: keep the collector off it, so
+        # full collections stay short and do not dirty the pages the workers share.
+        import gc
+
+        gc.collect()
+        gc.freeze()

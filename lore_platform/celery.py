@@ -9,4 +9,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")
 
 app = Celery("loreweave")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["lore_platform", "books", "retrieval", "sharing"])
+# Every installed app's tasks module (lore_platform.cast.tasks included), and the project's own.
+app.autodiscover_tasks()
+app.autodiscover_tasks(["lore_platform"])

@@ -209,12 +209,25 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "LOCATION": "loreweave",
+# The shared cache (the API throttle's counters): Redis in production, so every web process
+# counts against one budget; process memory on the embedded default. CACHE_URL names it;
+# without it a Redis broker's server is used (its keys are prefixed, Celery's are not touched).
+CACHE_URL = os.environ.get("CACHE_URL", "") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "lw-cache",
+        }
     }
-}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "loreweave",
+        }
+    }
 
 # --- production security (clean `manage.py check --deploy`) ----------------
 if not DEBUG:

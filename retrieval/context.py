@@ -245,8 +245,9 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
     nothing written.
     """
     with transaction.atomic():
-        # The tenant is the actor's (the filter says so): no join for it.
-        chats = Chat.objects.for_tenant(actor.tenant).select_related("character")
+        # The tenant is the actor's (the filter says so), and gathering needs only the
+        # character's id: one table, no join.
+        chats = Chat.objects.for_tenant(actor.tenant)
         if persist:
             # Turns of one chat run one at a time: timed state is read, then written.
             chats = chats.select_for_update(of=("self",))

@@ -1,17 +1,62 @@
+"""One request budget per tenant, counted in the shared cache (P-6).
+
+A fixed window per tenant: ``throttle:tenant:<id>:<window>`` is incremented
+once per request. In production the cache is Redis, so every web process
+counts against the same budget (a per-process count would let N workers
+spend N budgets); the counter is O(1) per request, where DRF's
+``SimpleRateThrottle`` reads and writes the whole list of recent request
+times. The embedded default counts in process memory (one process there).
+"""
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
-from rest_framework.throttling import SimpleRateThrottle
+from django.core.cache import cache
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+logger = logging.getLogger(__name__)
+
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class TenantRateThrottle(SimpleRateThrottle):
-    """One request budget per tenant, whichever key or user spends it."""
+def rate_parse(rate: str) -> tuple[int, int]:
+    """``"6000/min"`` -> (6000, 60)."""
+    count, _, period = rate.partition("/")
+    return int(count), PERIODS[period.strip()[0]]
+
+
+class TenantRateThrottle(BaseThrottle):
+    """Whichever key or user of a tenant spends it, the tenant has one budget."""
 
     scope = "tenant"
+    key_prefix = "throttle"
 
-    def get_cache_key(self, request: Any, view: Any) -> str | None:
+    def __init__(self) -> None:
+        self.limit, self.period = rate_parse(api_settings.DEFAULT_THROTTLE_RATES[self.scope])
+        self.retry_after = 0.0
+
+    def allow_request(self, request: Any, view: Any) -> bool:
         actor = getattr(request, "actor", None)
-        if actor is not None:
-            return self.cache_format % {"scope": self.scope, "ident": f"tenant-{actor.tenant.pk}"}
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        ident = f"tenant-{actor.tenant.pk}" if actor is not None else f"ip-{self.get_ident(request)}"
+        now = time.time()
+        window = int(now // self.period)
+        key = f"{self.key_prefix}:{self.scope}:{ident}:{window}"
+        try:
+            # The counter outlives its window a little, then the cache drops it.
+            cache.add(key, 0, timeout=self.period + 5)
+            try:
+                count = cache.incr(key)
+            except ValueError:  # expired between the two calls
+                cache.set(key, 1, timeout=self.period + 5)
+                count = 1
+        except Exception:  # noqa: BLE001 — the limit protects the service; it must not take it down
+            logger.warning("throttle: the cache is unreachable; request let through", exc_info=True)
+            return True
+        self.retry_after = (window + 1) * self.period - now
+        return count <= self.limit
+
+    def wait(self) -> float | None:
+        return self.retry_after

@@ -97,11 +97,17 @@ def attachment_status(tenant: Tenant, attachment: Attachment) -> tuple[bool, str
     return book_injectable_for(tenant, attachment.book)
 
 
-def _attached(tenant: Tenant, **target: object) -> list[Book]:
+def _book_joins(profile: str) -> tuple[str, ...]:
+    # Smart searches each book's vectors in its owner's tenant: load owners with the books.
+    # Keyword profiles read only the owner's id (the engine loads entries once per version).
+    return ("book", "book__tenant") if profile == "smart" else ("book",)
+
+
+def _attached(tenant: Tenant, profile: str, **target: object) -> list[Book]:
     rows = (
         Attachment.objects.for_tenant(tenant)
         .filter(**target)
-        .select_related("book", "book__tenant")
+        .select_related(*_book_joins(profile))
         .order_by("position", "id")
     )
     return [row.book for row in rows]
@@ -125,11 +131,11 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
             label=None,
             via="server",
         )
-        if chat.character is not None:
+        if chat.character_id is not None:
             add(
                 list(
                     Book.objects.for_tenant(tenant)
-                    .filter(scope=Scope.PERSONA, lineage_id=chat.character.lineage_id)
+                    .filter(scope=Scope.PERSONA, lineage__characters=chat.character_id)
                     .order_by("id")
                 ),
                 label=None,
@@ -137,12 +143,12 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
             )
     else:
         cast: list[Character] = []
-        if chat.kind == Chat.Kind.CHARACTER and chat.character is not None:
+        if chat.kind == Chat.Kind.CHARACTER and chat.character_id is not None:
             # The common turn: the character's books then the tenant-wide ones, in one query.
             rows = (
                 Attachment.objects.for_tenant(tenant)
-                .filter(Q(character=chat.character) | _TENANT_WIDE)
-                .select_related("book", "book__tenant")
+                .filter(Q(character=chat.character_id) | _TENANT_WIDE)
+                .select_related(*_book_joins(profile))
                 .order_by("position", "id")
             )
             add([r.book for r in rows if r.character_id], label=None, via="character")
@@ -150,16 +156,17 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
             return _dedupe(tenant, ordered)
         elif chat.kind == Chat.Kind.GROUP:
             cast = list(chat.members.order_by("id"))
-        elif chat.kind == Chat.Kind.STORY and chat.story is not None:
-            add(_attached(tenant, story=chat.story), label=None, via="story")
+        elif chat.kind == Chat.Kind.STORY and chat.story_id is not None:
+            add(_attached(tenant, profile, story=chat.story_id), label=None, via="story")
             cast = list(chat.story.cast.order_by("id"))
-        elif chat.kind == Chat.Kind.NOVEL and chat.novel is not None:
-            add(_attached(tenant, novel=chat.novel), label=None, via="novel")
+        elif chat.kind == Chat.Kind.NOVEL and chat.novel_id is not None:
+            add(_attached(tenant, profile, novel=chat.novel_id), label=None, via="novel")
             cast = list(chat.novel.cast.order_by("id"))
         labelled = chat.kind != Chat.Kind.CHARACTER
         for character in cast:
-            add(_attached(tenant, character=character), label=character.name if labelled else None, via="character")
-    add(_attached(tenant, character=None, story=None, novel=None), label=None, via="tenant")
+            add(_attached(tenant, profile, character=character), label=character.name if labelled else None,
+                via="character")
+    add(_attached(tenant, profile, character=None, story=None, novel=None), label=None, via="tenant")
     return _dedupe(tenant, ordered)
 
 

@@ -21,25 +21,32 @@ from lore_platform.cast.models import RequestLog
 from lore_platform.tenancy.models import Tenant
 
 SWEEP_BATCH = 500
-# Seconds between two sweeps started by one web process.
-SWEEP_DEBOUNCE = 1.0
+# A turn's sweep runs this many seconds later and serves every turn this process commits meanwhile.
+SWEEP_DELAY = 1.0
 
-_last_started = 0.0
+_next_sweep = 0.0
 _lock = threading.Lock()
 
 
 def request_usage_sweep_soon() -> None:
-    """Ask for a sweep after a turn, unless this process asked less than a second ago."""
-    global _last_started
+    """After a turn commits: make sure a sweep will run after this moment.
+
+    One sweep is set per second per web process; a turn committed before that
+    sweep's start is counted by it, so no turn waits for the beat (which is
+    only the safety net for a lost message or a crashed worker).
+    """
+    global _next_sweep
     from lore_platform.cast.tasks import request_usage_sweep
 
-    if not request_usage_sweep.app.conf.task_always_eager:
-        now = time.monotonic()
-        with _lock:
-            if now - _last_started < SWEEP_DEBOUNCE:
-                return
-            _last_started = now
-    request_usage_sweep.delay()
+    if request_usage_sweep.app.conf.task_always_eager:
+        request_usage_sweep.delay()
+        return
+    now = time.monotonic()
+    with _lock:
+        if now < _next_sweep:
+            return  # the sweep already set starts after this commit
+        _next_sweep = now + SWEEP_DELAY
+    request_usage_sweep.apply_async(countdown=SWEEP_DELAY)
 
 
 def request_usage_pending_record(*, batch: int = SWEEP_BATCH) -> int:

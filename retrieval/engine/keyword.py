@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from .decorators import ParsedContent, decorators_parse
-from .matching import CompileCache, KeyMatcher, KeyPattern, book_set_key
+from .matching import KNOWN_TEXT_CHARS, CompileCache, KeyMatcher, KeyPattern, book_set_key
 from .values import Book, Entry, LogRecord, Message, Names, Outcome, Role
 
 KeywordProfile = Literal["classic", "server"]
@@ -179,7 +179,10 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
             if parsed.keep:
                 keepers.append(index)
             quiet.append(_quiet_record(compiled, profile))
-    matcher = KeyMatcher(patterns, fold_width=not classic)
+    # Remember the keys of every entry's text (recursion rescans them each turn) and of about
+    # a megabyte of chat messages besides.
+    lore_chars = sum(len(compiled.text) for compiled in entries)
+    matcher = KeyMatcher(patterns, fold_width=not classic, memo_chars=2 * lore_chars + KNOWN_TEXT_CHARS)
     warnings.extend(matcher.warnings)
     return CompiledBookSet(
         profile=profile,

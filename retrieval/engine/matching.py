@@ -44,7 +44,9 @@ Contract
   :attr:`KeyMatcher.warnings`.
 * Caching: compiling 20,000 keys takes tens of milliseconds, so callers keep
   compiled matchers in a :class:`CompileCache` keyed by book versions
-  (:func:`book_set_key`).
+  (:func:`book_set_key`). A matcher also remembers which keys each distinct
+  text held (bounded by ``memo_chars`` characters): old messages and entry
+  contents are answered without a scan on later turns.
 
 The smart profile reuses this module for W-3 (entries named by title or alias:
 whole-word for Latin script, substring for CJK) with ``KeyPattern(text=alias)``
@@ -351,7 +353,8 @@ class KeyMatcher:
 
     __slots__ = ("_dotless", "_exact", "_fold_width", "_folded", "_known", "_regexes", "keys", "warnings")
 
-    def __init__(self, keys: Sequence[KeyPattern], *, fold_width: bool = False) -> None:
+    def __init__(self, keys: Sequence[KeyPattern], *, fold_width: bool = False,
+                 memo_chars: int | None = None) -> None:
         self.keys: tuple[KeyPattern, ...] = tuple(keys)
         self._fold_width = fold_width
         warnings: list[str] = []
@@ -423,7 +426,7 @@ class KeyMatcher:
         self._dotless = tuple(dotless)
         self.warnings: tuple[str, ...] = tuple(warnings)
         # The only state that changes after construction: a bounded memo of keys per text.
-        self._known: TextCache[tuple[int, ...]] = TextCache(limit_chars=KNOWN_TEXT_CHARS)
+        self._known: TextCache[tuple[int, ...]] = TextCache(limit_chars=memo_chars or KNOWN_TEXT_CHARS)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -531,8 +534,8 @@ class TextCache(Generic[V]):
 # Folded forms are shared by every matcher (a message is scanned by several book sets).
 _FOLDS: TextCache[tuple[str, str]] = TextCache(limit_chars=2_000_000)
 _FOLDS_WIDTH: TextCache[tuple[str, str]] = TextCache(limit_chars=2_000_000)
-# Per matcher: keys found in each text (messages, entry contents).
-KNOWN_TEXT_CHARS = 500_000
+# Per matcher: keys found in each text (messages, entry contents), unless the builder says more.
+KNOWN_TEXT_CHARS = 1_000_000
 
 
 def _text_forms(text: str, *, fold_width: bool) -> tuple[str, str]:

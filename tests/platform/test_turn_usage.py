@@ -40,10 +40,10 @@ def _turn(setup, chat, text):
 def broker_mode(monkeypatch):
     """Celery as in production (not eager): count the sweeps a turn asks for instead of running them."""
     asked: list[int] = []
-    monkeypatch.setattr(usage, "_last_started", 0.0)
+    monkeypatch.setattr(usage, "_next_sweep", 0.0)
     from lore_platform.cast.tasks import request_usage_sweep
 
-    monkeypatch.setattr(request_usage_sweep, "delay", lambda: asked.append(1))
+    monkeypatch.setattr(request_usage_sweep, "apply_async", lambda countdown: asked.append(countdown))
     app.conf.task_always_eager = False
     try:
         yield asked
@@ -57,18 +57,22 @@ def test_many_turns_are_counted_by_one_sweep(tenant_a, broker_mode, django_captu
     with django_capture_on_commit_callbacks(execute=True):
         for text in ("the bell", "the bell and the wreck", "the bell again"):
             _turn(tenant_a, chat, text)
-    # Three turns within a second ask for one sweep; nothing is counted on the request path.
-    assert len(broker_mode) == 1
+    # Three turns within a second set one sweep, a second ahead; nothing is counted on the request path.
+    assert broker_mode == [usage.SWEEP_DELAY]
+    usage._next_sweep = 0.0  # that sweep has started: the next turn sets another
+    with django_capture_on_commit_callbacks(execute=True):
+        _turn(tenant_a, chat, "the wreck")
+    assert broker_mode == [usage.SWEEP_DELAY, usage.SWEEP_DELAY]
     bell.refresh_from_db()
     assert bell.usage_count == 0
-    assert RequestLog.objects.for_tenant(tenant_a.tenant).filter(usage_recorded_at__isnull=True).count() == 3
+    assert RequestLog.objects.for_tenant(tenant_a.tenant).filter(usage_recorded_at__isnull=True).count() == 4
 
     from lore_platform.cast.tasks import request_usage_sweep
 
-    assert request_usage_sweep() == 3
+    assert request_usage_sweep() == 4
     bell.refresh_from_db()
     wreck.refresh_from_db()
-    assert (bell.usage_count, wreck.usage_count) == (3, 1)
+    assert (bell.usage_count, wreck.usage_count) == (3, 2)
     assert bell.last_used_at is not None
     # Idempotent: nothing is waiting, a second sweep changes nothing.
     assert request_usage_sweep() == 0
