@@ -61,9 +61,9 @@ from books.formats import (
     write_native,
 )
 from books.formats.jsonio import loads
-from books.formats.model import plain_json
+from books.formats.model import book_text_check, plain_json
 from books.formats.native import is_native
-from books.imports import entries_as_fields, entries_write, imported_storable_check
+from books.imports import entries_as_fields, entries_write
 from books.models import Book, Entry, Scope, Visibility
 from books.services import book_create
 from lore_platform.cast.models import Character, Lineage
@@ -269,7 +269,7 @@ def _read_backup(data: bytes) -> NativeBackup:
     backup = read_native(doc)
     for index, book in enumerate(backup.books):
         try:
-            imported_storable_check(book)
+            book_text_check(book)
         except ValidationFailed as exc:
             raise ValidationFailed(exc.message, field=f"books.{index}.{exc.field}", rule=exc.rule) from None
     return backup

@@ -56,7 +56,6 @@ backup restore (``books.exports.tenant_restore``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -76,7 +75,7 @@ from books.formats import (
     plan_book,
     read_book,
 )
-from books.formats.model import plain_json
+from books.formats.model import book_text_check, plain_json, text_check
 from books.models import ENTRY_LORE_FIELDS, Book, Entry, Profile, Scope
 from books.services import book_create, book_update, book_version_bump, entries_create_bulk
 from lore_platform.errors import Conflict, PermissionDenied, ValidationFailed
@@ -85,9 +84,6 @@ from lore_platform.tenancy.models import Tenant
 
 ImportMode = Literal["append", "replace"]
 IMPORT_MODES: tuple[str, ...] = ("append", "replace")
-
-# Text PostgreSQL cannot store (NUL) and that is not Unicode text at all (lone surrogates).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 # Fields of ``ImportedEntry`` the entry services take (``position`` is the list order they give).
 _ENTRY_SERVICE_FIELDS = ENTRY_LORE_FIELDS
@@ -104,36 +100,6 @@ class ImportResult:
 # --- reading --------------------------------------------------------------------------
 
 
-def _unstorable_check(value: Any, path: str) -> None:
-    """Refuse text no database column can hold, naming where it sits in the file."""
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, str):
-            match = _UNSTORABLE.search(item)
-            if match:
-                what = "a NUL character" if match.group() == "\x00" else "an unpaired UTF-16 surrogate"
-                raise ValidationFailed(f"{where} contains {what}, which is not text (I-1)", field=where, rule="I-1")
-        elif isinstance(item, Mapping):
-            for key, inner in item.items():
-                stack.append((str(key), f"{where}.<key>"))
-                stack.append((inner, f"{where}.{key}"))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((inner, f"{where}.{index}") for index, inner in enumerate(item))
-
-
-def imported_storable_check(book: ImportedBook) -> None:
-    """Every string of ``book`` can be stored (no NUL, no lone surrogate)."""
-    _unstorable_check(book.name, "name")
-    _unstorable_check(book.description, "description")
-    _unstorable_check(book.extra, "extra")
-    if book.collection is not None:
-        _unstorable_check(book.collection.as_dict(), "collection")
-    for index, entry in enumerate(book.entries):
-        for name in (*_ENTRY_SERVICE_FIELDS, "channels", "unresolved_channels", "extra"):
-            _unstorable_check(getattr(entry, name), f"entries.{index}.{name}")
-
-
 def import_read(data: bytes, *, filename: str | None) -> ImportedBook:
     """Read an uploaded file (format detected from its content) and vet what it holds.
 
@@ -143,7 +109,7 @@ def import_read(data: bytes, *, filename: str | None) -> ImportedBook:
     if not isinstance(data, (bytes, bytearray)):
         raise ValidationFailed("Send the file's bytes.", field="file", rule="I-1")
     book = read_book(bytes(data), filename=filename, limits=current_limits())
-    imported_storable_check(book)
+    book_text_check(book)
     return book
 
 
@@ -321,7 +287,7 @@ def book_import_new(
         raise ValidationFailed(message, field="lineage", rule="S-2")
     typed = (title or "").strip()
     if typed:
-        _unstorable_check(typed, "title")
+        text_check(typed, "title")
         limits.book_fields_check({"title": typed})
 
     imported = import_read(data, filename=filename)

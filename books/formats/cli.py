@@ -130,6 +130,7 @@ def _write_atomically(out: str, payload: bytes) -> None:
 
 def _convert(argv: list[str]) -> int:
     from books.formats import export_book, read_book
+    from books.formats.model import book_text_check
 
     parser = _Parser(prog="loreweave convert", description="Convert FILE to another lore format.")
     parser.add_argument("file", metavar="FILE", help="the file to read, or - for stdin")
@@ -140,6 +141,8 @@ def _convert(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     data, filename = _read_input(args.file)
     book = read_book(data, filename=filename)
+    # What no file can hold is refused by name, as an import refuses it (I-1).
+    book_text_check(book)
     target = args.to
     if target == "card-v2" and (args.png or args.image or args.output.lower().endswith(".png")):
         target = "card-v2-png"

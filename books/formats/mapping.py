@@ -44,7 +44,15 @@ from typing import Any
 from books.formats.detect import read_book
 from books import limits as book_limits
 from books.formats.limits import FormatLimits, current_limits, entry_cap
-from books.formats.model import EXTRA_ST, PROFILES, SCOPES, BookSettings, ImportedBook, ImportedEntry
+from books.formats.model import (
+    EXTRA_ST,
+    PROFILES,
+    SCOPES,
+    BookSettings,
+    ImportedBook,
+    ImportedEntry,
+    book_text_check,
+)
 from books.formats.sillytavern import POSITION_NAMES, ST_UI_ONLY
 from lore_platform.errors import DomainError, LimitExceeded, ValidationFailed
 
@@ -497,6 +505,7 @@ def plan_import(
 ) -> ImportPlan:
     """Read ``data`` (any supported format, detected by content) and plan its import."""
     book = read_book(data, filename=filename, limits=limits or current_limits())
+    book_text_check(book)  # refused by name, as the import itself refuses it (I-1)
     return plan_book(
         book, profile=profile, name=name, scope=scope, existing=existing, existing_count=existing_count
     )

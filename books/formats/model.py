@@ -32,9 +32,12 @@ so a book survives any chain of conversions.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from lore_platform.errors import ValidationFailed
 
 SECONDARY_LOGICS = ("and_any", "and_all", "not_any", "not_all")
 ROLES = ("system", "user", "assistant")
@@ -192,3 +195,38 @@ def plain_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain_json(v) for v in value]
     return value
+
+
+# Text no database column can hold (NUL) and that is not Unicode text at all (lone surrogates,
+# which JSON's "\\ud800" escapes can carry and no UTF-8 file can).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_check(value: Any, path: str) -> None:
+    """Refuse text no database column can hold, naming where it sits in the file."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            match = _UNSTORABLE.search(item)
+            if match:
+                what = "a NUL character" if match.group() == "\x00" else "an unpaired UTF-16 surrogate"
+                raise ValidationFailed(f"{where} contains {what}, which is not text (I-1)", field=where, rule="I-1")
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                stack.append((str(key), f"{where}.<key>"))
+                stack.append((inner, f"{where}.{key}"))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((inner, f"{where}.{index}") for index, inner in enumerate(item))
+
+
+def book_text_check(book: ImportedBook) -> None:
+    """Every string of ``book`` is text that can be stored and written (no NUL, no lone surrogate)."""
+    text_check(book.name, "name")
+    text_check(book.description, "description")
+    text_check(book.extra, "extra")
+    if book.collection is not None:
+        text_check(book.collection.as_dict(), "collection")
+    for index, entry in enumerate(book.entries):
+        for item in fields(entry):
+            text_check(getattr(entry, item.name), f"entries.{index}.{item.name}")

@@ -101,3 +101,17 @@ def test_convert_refusal_writes_nothing(tmp_path: Path) -> None:
     error_of(run("convert", str(source), "--to", "native", "-o", str(target)))
     assert target.read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.json", "out.json"]  # no temp files left
+
+
+@pytest.mark.parametrize("command", ["inspect", "convert"])
+def test_text_that_is_not_text_is_refused_by_name(tmp_path: Path, command: str) -> None:
+    """A JSON escape can carry a lone UTF-16 surrogate, which no UTF-8 file (or database) can hold."""
+    source = tmp_path / "odd.json"
+    source.write_bytes(b'{"entries": {"0": {"uid": 0, "key": ["bell"], "content": "a\\udc00b", "comment": "t"}}}')
+    target = tmp_path / "out.json"
+    args = ["convert", str(source), "--to", "sillytavern", "-o", str(target)] if command == "convert" else [
+        "inspect", str(source)]
+    error = error_of(run(*args))
+    assert (error["field"], error["rule"]) == ("entries.0.content", "I-1")
+    assert "surrogate" in error["message"]
+    assert not target.exists()
