@@ -6,7 +6,8 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # The context call is CPU-bound Python: threads would share one interpreter lock,
 # so scale with processes (measured with bench.context_load on 2 cores: 2 workers x 4
 # threads gave 52 req/s and a paced p50 of 79 ms; 4-6 workers x 1 thread gave 57-68 req/s
-# and 45-47 ms).
+# and 45-47 ms; after the per-turn work was cut, 3 workers gave paced p50 25-32 ms and
+# 5 workers 23-25 ms).
 workers = int(os.environ.get("GUNICORN_WORKERS", 2 * multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", 1))
 worker_class = "gthread"
