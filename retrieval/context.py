@@ -250,7 +250,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
         chats = Chat.objects.for_tenant(actor.tenant)
         if persist:
             # Turns of one chat run one at a time: timed state is read, then written.
-            chats = chats.select_for_update(of=("self",))
+            chats = chats.select_for_update()
         chat = chats.filter(pk=chat_id).first()
         if chat is None:
             raise NotFound("No such chat.", field="id")
