@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
-from django.utils.timezone import now as log_time
+from django.utils import timezone
 
 from lore_platform.cast.attachments import GatheredBook, Gathering, chat_books_gather
 from lore_platform.cast.models import Chat, RequestLog
@@ -279,7 +279,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: ContextInput, persist: boo
             log=body["request_log"],
             usage=usage,
             # Nothing injected, nothing to count: the usage sweep never needs to read it.
-            usage_recorded_at=None if usage else log_time(),
+            usage_recorded_at=None if usage else timezone.now(),
         )
         if usage:
             # Counted off the request path, many turns at once (cast/usage.py).

@@ -3,10 +3,11 @@
 Every turn stores, in its request log, which entries it injected; a sweep adds
 those up and writes each entry's count once per batch. Twenty chats on one
 book would otherwise queue on the same entry rows every turn, and each turn
-would pay for a broker message. The sweep is started at most once a second per
-web process after a turn (at once when Celery runs eagerly, as in the
-embedded default) and by Celery beat, so a count lags its turn by about a
-second and never by more than the beat interval.
+would pay for a broker message. A turn that injected lore sets a sweep one
+second ahead unless its web process has one set already (it runs at once when
+Celery runs eagerly, as in the embedded default), so a count lags its turn by
+about a second. Celery beat runs the sweep too, for turns whose message was
+lost. ``last_used_at`` takes the newest turn of the batch: a second's resolution.
 """
 from __future__ import annotations
 
