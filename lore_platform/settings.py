@@ -164,11 +164,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "loreweave"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Periodic sweeps (celery beat): entries left pending by a lost task get indexed.
+# Days a request log is kept (C-15); 0 keeps every log. Big keyword books store ~15 KB per turn.
+REQUEST_LOG_RETENTION_DAYS = _env_int("REQUEST_LOG_RETENTION_DAYS", 0)
+
 CELERY_BEAT_SCHEDULE = {
     "retrieval-index-sweep": {"task": "retrieval.index_pending_sweep", "schedule": 300.0},
     "sharing-shared-books-sweep": {"task": "sharing.shared_books_sweep", "schedule": 300.0},
     # Turns start it too (at most once a second per process); this catches the last turns of a burst.
     "cast-request-usage-sweep": {"task": "cast.request_usage_sweep", "schedule": 30.0},
+    "cast-request-logs-prune": {"task": "cast.request_logs_prune", "schedule": 3600.0},
 }
 
 # --- sharing: translation for display (P-4) ---------------------------------

@@ -16,3 +16,13 @@ def request_usage_sweep() -> int:
         total += done
         if done < SWEEP_BATCH:
             return total
+
+
+@app.task(name="cast.request_logs_prune", acks_late=True)
+def request_logs_prune() -> int:
+    """Delete request logs older than ``REQUEST_LOG_RETENTION_DAYS`` (0, the default: keep them all)."""
+    from django.conf import settings
+
+    from lore_platform.cast.usage import request_logs_prune as prune
+
+    return prune(older_than_days=settings.REQUEST_LOG_RETENTION_DAYS)

@@ -1,4 +1,5 @@
-"""Usage counts of injected entries (W-11), applied in batches after the responses.
+"""Usage counts of injected entries (W-11), applied in batches after the responses;
+and the retention of request logs.
 
 Every turn stores, in its request log, which entries it injected; a sweep adds
 those up and writes each entry's count once per batch. Twenty chats on one
@@ -14,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -82,3 +84,28 @@ def request_usage_pending_record(*, batch: int = SWEEP_BATCH) -> int:
             usage_recorded_at=timezone.now()
         )
     return len(pending)
+
+
+def request_logs_prune(*, older_than_days: int, batch: int = 5_000) -> int:
+    """Delete request logs older than ``older_than_days`` (0 keeps them all); returns how many.
+
+    Logs whose usage is still waiting are kept until the sweep has counted them.
+    Deleted in batches, each its own transaction, so a large backlog never holds
+    long locks.
+    """
+    if older_than_days <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    deleted = 0
+    while True:
+        # Retention is an operator policy over every tenant: it starts unscoped.
+        ids = list(
+            RequestLog.objects.unscoped()
+            .filter(created_at__lt=cutoff, usage_recorded_at__isnull=False)
+            .order_by("id")
+            .values_list("id", flat=True)[:batch]
+        )
+        if not ids:
+            return deleted
+        with transaction.atomic():
+            deleted += RequestLog.objects.unscoped().filter(pk__in=ids).delete()[0]

@@ -151,3 +151,26 @@ def test_logs_stored_before_compression_survive_the_migration(tenant_a):
     log = RequestLog.objects.for_tenant(tenant_a.tenant).get(pk=body["request_log_id"])
     assert log.log == [{"entry": "1", "outcome": "injected", "detail": "stored as jsonb"}]
     assert log.injections == [{"entry": "1"}]
+
+
+def test_retention_deletes_old_counted_logs_only(tenant_a, settings, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from lore_platform.cast.tasks import request_logs_prune
+
+    chat, _ = _chat_with_book(tenant_a, [{"keys": ["bell"], "content": "Tide bells ring."}])
+    with django_capture_on_commit_callbacks(execute=False):  # usage left waiting on purpose
+        old_waiting = _turn(tenant_a, chat, "the bell")["request_log_id"]
+    old_counted = _turn(tenant_a, chat, "nothing here")["request_log_id"]
+    recent = _turn(tenant_a, chat, "still nothing")["request_log_id"]
+    logs = RequestLog.objects.for_tenant(tenant_a.tenant)
+    logs.filter(pk__in=[old_waiting, old_counted]).update(created_at=timezone.now() - timedelta(days=40))
+
+    settings.REQUEST_LOG_RETENTION_DAYS = 0  # the default: every log is kept
+    assert request_logs_prune() == 0
+    settings.REQUEST_LOG_RETENTION_DAYS = 30
+    assert request_logs_prune() == 1
+    # The old log whose usage was never counted stays until the sweep has counted it.
+    assert set(logs.values_list("pk", flat=True)) == {old_waiting, recent}
