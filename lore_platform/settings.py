@@ -213,16 +213,17 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-# The shared cache (the API throttle's counters): Redis in production, so every web process
-# counts against one budget; process memory on the embedded default. CACHE_URL names it;
-# without it a Redis broker's server is used (its keys are prefixed, Celery's are not touched).
+# The shared Redis of the web processes (the API throttle counts there, so every process spends
+# one budget; Django's cache lives there too); process memory on the embedded default.
+# CACHE_URL names it; without it a Redis broker's server is used (keys prefixed, Celery's untouched).
+CACHE_KEY_PREFIX = "lw-cache"
 CACHE_URL = os.environ.get("CACHE_URL", "") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 if CACHE_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": CACHE_URL,
-            "KEY_PREFIX": "lw-cache",
+            "KEY_PREFIX": CACHE_KEY_PREFIX,
         }
     }
 else:

@@ -43,9 +43,10 @@ def window_count(key: str, *, ttl: int) -> int:
     """Count one more hit on ``key`` (created with ``ttl`` seconds to live); the new count."""
     url = getattr(settings, "CACHE_URL", "")
     if url:
+        stored = f"{settings.CACHE_KEY_PREFIX}:{key}"
         pipe = _redis(url).pipeline(transaction=False)
-        pipe.set(f"lw-cache:{key}", 0, ex=ttl, nx=True)
-        pipe.incr(f"lw-cache:{key}")
+        pipe.set(stored, 0, ex=ttl, nx=True)
+        pipe.incr(stored)
         return int(pipe.execute()[1])
     cache.add(key, 0, timeout=ttl)
     try:

@@ -8,14 +8,13 @@ nothing is lost by storing it opaque.
 """
 from __future__ import annotations
 
-import json
 import zlib
 from typing import Any
 
 import orjson
 from django.db import models
 
-from lore_platform.api.renderers import json_dumps
+from lore_platform.encoding import json_dumps
 
 # Level 1: nearly all of the size gain at a third of the default level's time.
 COMPRESSION_LEVEL = 1
@@ -49,4 +48,4 @@ class CompressedJSONField(models.BinaryField):
 
     def value_to_string(self, obj: Any) -> str:
         # Fixtures and dumpdata show the JSON, not the bytes.
-        return json.dumps(self.value_from_object(obj), ensure_ascii=False)
+        return json_dumps(self.value_from_object(obj)).decode("utf-8")

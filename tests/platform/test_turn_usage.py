@@ -9,31 +9,22 @@ from django.db import connection
 from lore_platform.cast import usage
 from lore_platform.cast.models import RequestLog
 from lore_platform.celery import app
-from tests.books.factories import make_book, make_entry
+from tests.platform.test_context_api import _attach, _book, _character, _chat, _context
 
 pytestmark = pytest.mark.django_db
 
-MODEL = {"tokenizer": "ceil-chars-4", "input_window": 8192}
 
 
 def _chat_with_book(setup, entries):
-    book = make_book(setup, owner="admin", title="Harbour")
-    made = [make_entry(book, **entry) for entry in entries]
-    character = setup.admin_client.post("/api/v1/characters", {"name": "Kael"}, format="json").json()["id"]
-    attached = setup.admin_client.post(
-        "/api/v1/attachments", {"target": "character", "target_id": character, "book_id": book.pk}, format="json"
-    )
-    assert attached.status_code == 201, attached.content
-    chat = setup.admin_client.post("/api/v1/chats", {"kind": "character", "character_id": character,
-                                                     "profile": "classic"}, format="json").json()["id"]
-    return chat, made
+    """A classic character chat reading one book of ``entries``; (chat id, the entries)."""
+    book, made = _book(setup, "Harbour", entries)
+    character = _character(setup, "Kael")
+    _attach(setup, "character", character, book)
+    return _chat(setup, kind="character", character_id=character, profile="classic"), made
 
 
 def _turn(setup, chat, text):
-    body = {"messages": [{"role": "user", "text": text}], "model": MODEL}
-    response = setup.admin_client.post(f"/api/v1/chats/{chat}/context", body, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
+    return _context(setup, chat, text)
 
 
 @pytest.fixture
