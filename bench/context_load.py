@@ -172,15 +172,15 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def _engine_share(env: dict[str, str], keys: list[str], turns: int) -> float:
-    """Median in-process time of context_run (the engine, its tokenizer and labels) for a rolling-history
+    """Median in-process time of turn_run (the engine, its tokenizer and labels) for a rolling-history
     turn: no HTTP, no database, no writes."""
     code = r'''
 import json, random, statistics, sys, time
 import django
 django.setup()
 from lore_platform.cast.models import Chat
-from lore_platform.cast.attachments import chat_books_gather
-from retrieval.context import ContextInput, context_run
+from lore_platform.cast.selectors import chat_books_gather
+from lore_platform.cast.turns import TurnInput, turn_run
 from retrieval.engine import values as ev
 from bench.context_load import RollingChat
 keys = json.loads(sys.argv[1]); turns = int(sys.argv[2])
@@ -191,8 +191,8 @@ gathering = chat_books_gather(chat, profile="classic")
 for turn in range(turns):
     messages = tuple(ev.Message(role=m["role"], text=m["text"]) for m in rolling.next_turn(turn))
     started = time.perf_counter()
-    context_run(request=ContextInput(profile="classic", messages=messages, model_id="gpt-4o"),
-                gathering=gathering, state=chat.timed_state or {}, seed="bench")
+    turn_run(request=TurnInput(messages=messages, model_id="gpt-4o"), profile="classic",
+             gathering=gathering, state=chat.timed_state or {}, seed="bench")
     times.append((time.perf_counter() - started) * 1000)
 print(statistics.median(times[20:]))
 '''

@@ -18,7 +18,7 @@ afterwards. It builds one world book of ``--entries`` generated entries
   configured ``VectorIndex``; p50/p95 of each stage and of the whole.
 
 - per turn, the whole smart selection as the context call runs it
-  (``retrieval.context.context_run``: canon, whole-book check, names, meaning,
+  (``lore_platform.cast.turns.turn_run``: canon, whole-book check, names, meaning,
   world index) over the same sliding window, with cached message vectors.
 """
 from __future__ import annotations
@@ -219,8 +219,8 @@ def search_measure(tenant: Any, book_id: int, turns: int) -> dict[str, Any]:
 
 def selection_measure(book: Any, turns: int) -> dict[str, Any]:
     """The full smart turn (W-1..W-7) as the context call runs it, 6-message window, cached vectors."""
-    from lore_platform.cast.attachments import GatheredBook, Gathering
-    from retrieval.context import ContextInput, context_run
+    from lore_platform.cast.selectors import GatheredBook, Gathering
+    from lore_platform.cast.turns import TurnInput, turn_run
     from retrieval.engine import values as ev
 
     chat = chat_generate(turns)
@@ -230,8 +230,8 @@ def selection_measure(book: Any, turns: int) -> dict[str, Any]:
         window = tuple(ev.Message(role="user" if i % 2 else "assistant", text=text)
                        for i, text in enumerate(chat[turn : turn + WINDOW]))
         started = time.perf_counter()
-        result = context_run(request=ContextInput(profile="smart", messages=window, model_id="gpt-4o"),
-                             gathering=gathering, state={}, seed="bench")
+        result = turn_run(request=TurnInput(messages=window, model_id="gpt-4o"), profile="smart",
+                          gathering=gathering, state={}, seed="bench")
         elapsed = time.perf_counter() - started
         if turn >= 3:
             times.append(elapsed)

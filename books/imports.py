@@ -45,13 +45,13 @@ A card without an embedded book changes nothing (I-1): the services return
 the receipt with ``book`` ``None`` (new) or the book untouched (into).
 
 World books (``smart``) are embedded after commit: ``entries_create_bulk``
-schedules ``retrieval.indexing.entries_schedule_indexing`` with
-``transaction.on_commit``, by id.
+marks the new entries pending and publishes ``books.events.ENTRIES_CHANGED``
+after commit, by id.
 
 Tenant-only state is not imported from a file: per-entry channels exist only
 in server persona books (S-11), so they are dropped (and the receipt says so)
 anywhere else; sharing and collection state come back only through a full
-backup restore (``books.exports.tenant_restore``).
+backup restore (``lore_platform.backup.services.tenant_restore``).
 """
 
 from __future__ import annotations

@@ -2,14 +2,35 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from lore_platform.cast.models import Lineage
 from lore_platform.tenancy.models import Tenant
 from lore_platform.tenancy.scoping import TenantScopedManager
+
+
+class Lineage(models.Model):
+    """What a character's lore belongs to (S-2).
+
+    A character deleted and imported again finds its lineage by ``key`` (the
+    card's stable identity), so its persona book keeps applying. Characters
+    sharing a lineage share one book.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="lineages")
+    key = models.CharField(max_length=200, help_text="Stable identity, e.g. the card's name + creator")
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[Lineage] = TenantScopedManager()
+
+    class Meta:
+        # Created by the cast app before lineages moved here, with the books they own.
+        db_table = "cast_lineage"
+        constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="lineage_unique_key_per_tenant")]
 
 
 class Profile(models.TextChoices):
@@ -19,6 +40,10 @@ class Profile(models.TextChoices):
     SERVER = "server", "Server lorebook"
     SMART = "smart", "World book"
     SILLYTAVERN = "sillytavern", "SillyTavern World Info"
+
+
+# The profiles whose entries are embedded for meaning search (W-4, W-7).
+INDEXED_PROFILES = frozenset({Profile.SMART})
 
 
 class Visibility(models.TextChoices):

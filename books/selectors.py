@@ -13,7 +13,7 @@ from books.decorators import Decorator, decorators_read
 from books.models import Book, Entry, Profile
 from books.tokens import model_input_window, model_tokenizer
 from books.warnings import EntryWarning, entry_warnings
-from lore_platform.cast.models import Lineage
+from books.models import Lineage
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
 

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from books import limits
+from books import events, limits
 from books.access import access_book, book_can_read
 from books.decorators import decorators_read
 from books.models import (
@@ -37,8 +37,8 @@ from books.models import (
     Visibility,
     content_hash,
 )
-from lore_platform.cast.models import Lineage
-from lore_platform.cast.services import lineage_get
+from books.models import Lineage
+from books.lineages import lineage_get
 from lore_platform.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -68,7 +68,7 @@ ENTRY_EDITABLE_FIELDS = frozenset({*ENTRY_LORE_FIELDS, "canon", "channels", "ext
 ENTRY_CREATE_ONLY_FIELDS = frozenset({"unresolved_channels"})
 
 
-# --- the version counter and the indexing hook ----------------------------------
+# --- the version counter and what it tells the layers above (books.events) ----------------------------------
 
 
 def book_version_bump(book: Book) -> int:
@@ -81,9 +81,7 @@ def book_version_bump(book: Book) -> int:
     book.version = Book.objects.for_tenant(book.tenant).values_list("version", flat=True).get(pk=book.pk)
     book.updated_at = now
     # Shared books keep their library search text, vector and translations current (P-4, P-5).
-    from sharing.services import book_shared_changed
-
-    book_shared_changed(book)
+    events.book_changed(book)
     return book.version
 
 
@@ -93,11 +91,7 @@ def _entries_content_changed(book: Book, entry_ids: Sequence[int]) -> None:
     Indexing runs after commit, by id, in idempotent tasks that compare
     ``content_hash`` (only world books are embedded).
     """
-    if book.profile != Profile.SMART:
-        return
-    from retrieval.indexing import entries_schedule_indexing
-
-    entries_schedule_indexing(tenant=book.tenant, entry_ids=entry_ids)
+    events.entries_changed(book=book, entry_ids=entry_ids)
 
 
 def _entry_content_changed(entry: Entry) -> None:
@@ -106,11 +100,7 @@ def _entry_content_changed(entry: Entry) -> None:
 
 def _entries_enabled_changed(book: Book, entry_ids: Sequence[int]) -> None:
     """Entries were enabled or disabled: disabled ones leave the vector index (W-6), re-enabled ones return."""
-    if book.profile != Profile.SMART:
-        return
-    from retrieval.indexing import entries_schedule_indexing
-
-    entries_schedule_indexing(tenant=book.tenant, entry_ids=entry_ids)
+    events.entries_changed(book=book, entry_ids=entry_ids)
 
 
 def _entry_stamp(entry: Entry) -> bool:

@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "books",
     "retrieval",
     "sharing",
+    "lore_platform.demo",
 ]
 
 MIDDLEWARE = [

@@ -8,6 +8,7 @@ api_v1 = [
     path("", include("lore_platform.tenancy.api.urls")),
     path("", include("books.api.io_urls")),
     path("", include("books.api.urls")),
+    path("", include("lore_platform.backup.urls")),
     path("", include("lore_platform.cast.api.urls")),
     path("", include("sharing.api.urls")),
 ]

@@ -14,7 +14,7 @@ import os
 HOT_MODULES = (
     "lore_platform.cast.usage",
     "lore_platform.cast.tasks",
-    "retrieval.sillytavern_turn",
+    "lore_platform.cast.turns",
     "retrieval.vector_store",
     "retrieval.lookup",
     "sharing.selectors",

@@ -38,7 +38,8 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from books.models import Book, Entry, IndexingState, Profile, content_hash
+from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, Profile, content_hash
+from books.events import ENTRIES_PER_MESSAGE
 from lore_platform.tenancy.models import Tenant
 from retrieval.embedders import embedder_configured_name, embedder_get
 from retrieval.engine.embeddings import Embedder, Vector, batched, entry_passage_text
@@ -47,13 +48,9 @@ from retrieval.models import EntryVector
 logger = logging.getLogger(__name__)
 
 MOSTLY_INDEXED = 0.9
-INDEXED_PROFILES = frozenset({Profile.SMART})
 # Entries embedded and written per transaction: a crash loses at most one chunk,
 # and no transaction stays open for long.
 WRITE_CHUNK = 64
-# Entry ids per scheduled task: a 500-entry import becomes several tasks that
-# workers share.
-TASK_CHUNK = 100
 # The sweep leaves fresh pending entries to the task their edit scheduled.
 SWEEP_GRACE = timedelta(minutes=2)
 SWEEP_LIMIT = 5000
@@ -83,29 +80,6 @@ def entry_passage(entry: Entry) -> str:
 
 
 # --- scheduling ---------------------------------------------------------------
-
-
-def entries_schedule_indexing(*, tenant: Tenant | int, entry_ids: Iterable[int]) -> None:
-    """Mark entries pending now and index them after the surrounding transaction commits.
-
-    Call it from every write that changes what an entry embeds or whether it is
-    enabled (create, edit, enable/disable, import, move into a smart book). The
-    task gets ids only and runs after commit, so it never reads uncommitted or
-    stale rows. A broker outage is logged, not raised (the edit is committed;
-    the sweep picks the entries up).
-    """
-    ids = sorted({int(i) for i in entry_ids})
-    resolved = _tenant_resolve(tenant)
-    if not ids or resolved is None:
-        return
-    tenant_id = resolved.pk
-    Entry.objects.for_tenant(resolved).filter(pk__in=ids, enabled=True, book__profile__in=INDEXED_PROFILES).exclude(
-        indexing_state=IndexingState.PENDING
-    ).update(indexing_state=IndexingState.PENDING)
-    from retrieval.tasks import index_entries
-
-    for chunk in batched(ids, TASK_CHUNK):
-        transaction.on_commit(lambda chunk=chunk: index_entries.delay(tenant_id, chunk), robust=True)
 
 
 def book_schedule_indexing(*, tenant: Tenant | int, book_id: int) -> None:
@@ -421,7 +395,7 @@ def entries_pending_sweep(*, grace: timedelta = SWEEP_GRACE) -> int:
     scheduled = 0
     for tenant in Tenant.objects.order_by("pk"):
         ids = entries_needing_index(tenant, grace=grace)
-        for chunk in batched(ids, TASK_CHUNK):
+        for chunk in batched(ids, ENTRIES_PER_MESSAGE):
             index_entries.delay(tenant.pk, chunk)
         scheduled += len(ids)
     return scheduled

@@ -1,22 +1,31 @@
-"""Books from the database as engine values, cached per book version.
+"""Books from the database as engine values, cached per book version (every profile).
 
 A turn reads only the book rows; a book's entries are loaded once per version
 (every change bumps it), so repeated turns share one immutable engine value
-and the compiled matchers keyed on it.
+and the compiled matchers keyed on it. The ``sillytavern`` profile also gets
+each entry as SillyTavern's own entry value (``Book.world_info``), built from
+the same rows with the SillyTavern exporter's field mapping: the settings we
+model plus the World Info settings an import kept in ``extra``.
 """
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
+from books.exports import entry_as_imported
+from books.formats.sillytavern import world_entry
 from books.models import Book, Entry
 from retrieval.engine import values as ev
 from retrieval.engine.matching import CompileCache
+from retrieval.engine.sillytavern.entries import book_from_st_json
 
 ENGINE_BOOK_CACHE_SIZE = 256
 
 
 # Engine values of books, keyed by (book id, version, creation time): a new version is a new key.
 engine_book_cache: CompileCache[ev.Book] = CompileCache(maxsize=ENGINE_BOOK_CACHE_SIZE)
+# The same books with SillyTavern's entry values, for the sillytavern profile only.
+world_info_book_cache: CompileCache[ev.Book] = CompileCache(maxsize=ENGINE_BOOK_CACHE_SIZE)
 
 
 def engine_entry(entry: Entry) -> ev.Entry:
@@ -52,16 +61,18 @@ def _engine_version(key: tuple[int, int, float]) -> int:
     return int.from_bytes(digest, "big") >> 1
 
 
-def engine_book(book: Book) -> ev.Book:
-    """The engine value of ``book`` at its current version (cached)."""
+def engine_book(book: Book, *, profile: str = "") -> ev.Book:
+    """The engine value of ``book`` at its current version (cached), as ``profile`` reads it."""
     # Row ids can be reused (SQLite after a delete, a restored backup): the creation
     # time tells two books with one id apart, the version tells two states of one book.
     key = (book.pk, book.version, book.created_at.timestamp())
+    if profile == "sillytavern":
+        return world_info_book_cache.get(key, lambda: _engine_book_load(book, key, world_info=True))
     return engine_book_cache.get(key, lambda: _engine_book_load(book, key))
 
 
-def _engine_book_load(book: Book, key: tuple[int, int, float]) -> ev.Book:
-    rows = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
+def _engine_book_load(book: Book, key: tuple[int, int, float], *, world_info: bool = False) -> ev.Book:
+    rows = list(Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id"))
     scope = book.scope if book.scope in {"server", "persona"} else None
     value = ev.Book(
         # Injections and the request log name books by id: titles may repeat across tenants.
@@ -80,6 +91,10 @@ def _engine_book_load(book: Book, key: tuple[int, int, float]) -> ev.Book:
         scope=scope,  # type: ignore[arg-type]
         version=_engine_version(key),
     )
+    if world_info:
+        # uid = the entry's id, so every profile names entries the same way.
+        raw = [world_entry(entry_as_imported(row), index=i, uid=row.pk) for i, row in enumerate(rows)]
+        value = replace(value, world_info=book_from_st_json(raw, world=value.id))
     return value
 
 

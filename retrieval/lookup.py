@@ -29,7 +29,7 @@ def lookup_tool_schema() -> dict[str, Any]:
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "entry": {"type": "string", "description": "The entry id given in the world index."},
+                    "entry": {"type": "integer", "description": "The entry id given in the world index."},
                 },
                 "required": ["entry"],
                 "additionalProperties": False,
@@ -38,7 +38,7 @@ def lookup_tool_schema() -> dict[str, Any]:
     }
 
 
-def lore_lookup(books: list[Book], entry_id: str) -> dict[str, Any]:
+def lore_lookup(books: list[Book], entry_id: int | str) -> dict[str, Any]:
     """The full text of ``entry_id`` if it belongs to one of ``books`` and may reach the model."""
     for book in books:
         if not book.active:
@@ -47,5 +47,5 @@ def lore_lookup(books: list[Book], entry_id: str) -> dict[str, Any]:
             if entry.id == str(entry_id):
                 if not entry.enabled:
                     break
-                return {"entry": entry.id, "book": book.pk, "title": entry.title, "content": entry.content}
+                return {"entry": int(entry.id), "book": book.pk, "title": entry.title, "content": entry.content}
     raise NotFound("No such entry in the lore this caller can reach.", field="entry", rule="W-6")

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError
 
+from books.events import ENTRIES_CHANGED
 from lore_platform.celery import app
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError, IntegrityError)
@@ -40,6 +41,14 @@ def _summary(report: Any) -> dict[str, int]:
 @app.task(name="retrieval.index_entries", **_RETRY)
 def index_entries(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     """Bring these entries' vectors up to date."""
+    from retrieval.indexing import entries_index
+
+    return _summary(entries_index(tenant=tenant_id, entry_ids=entry_ids))
+
+
+@app.task(name=ENTRIES_CHANGED, **_RETRY)
+def entries_changed(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
+    """Entries changed what they embed (published by ``books.events`` after the write's commit)."""
     from retrieval.indexing import entries_index
 
     return _summary(entries_index(tenant=tenant_id, entry_ids=entry_ids))

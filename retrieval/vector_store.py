@@ -275,6 +275,14 @@ class ChatMeaningSearch:
         tenant = self._tenant_of.get(book_id)
         return tenant is not None and self._search(tenant).mostly_indexed(book_id)
 
+    def window_embed(self, messages: Sequence[str]) -> None:
+        """Embed a turn's window ahead of the selection (before a chat is locked); the
+        message cache then answers ``rank`` without calling the model."""
+        texts = [m for m in messages if m.strip()]
+        # The selection ranks by meaning only when every book is mostly indexed (W-7).
+        if texts and self._tenant_of and all(self.mostly_indexed(book_id) for book_id in self._tenant_of):
+            self.cache.embed_queries(self.embedder, texts)
+
     def rank(self, *, book_ids: Sequence[str], messages: Sequence[str], limit: int) -> list[str]:
         by_tenant: dict[int, list[str]] = {}
         for book_id in book_ids:

@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from books.access import book_can_edit, book_can_read
 from books.models import ENTRY_LORE_FIELDS, Book, Entry, Visibility
-from lore_platform.cast.models import Attachment
 from lore_platform.errors import Conflict, DomainError, NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -121,6 +120,12 @@ def book_injectable_for(tenant: Tenant, book: Book) -> tuple[bool, str | None]:
     return False, PRIVATE_AGAIN_REASON
 
 
+def _attachments() -> QuerySet[Any]:
+    """Every tenant's attachments ("most attached", W-9). Attachments belong to cast, above
+    sharing: reached through the book's reverse relation, never imported."""
+    return Book._meta.get_field("attachments").related_model.objects.unscoped()  # type: ignore[union-attr]
+
+
 def _counted(queryset: QuerySet[Any]) -> Any:
     return Coalesce(
         Subquery(
@@ -133,7 +138,7 @@ def _counted(queryset: QuerySet[Any]) -> Any:
 def _library_annotate(books: QuerySet[Book]) -> QuerySet[Book]:
     return books.select_related("tenant", "share").annotate(
         entry_count=_counted(Entry.objects.unscoped()),
-        attach_count=_counted(Attachment.objects.unscoped()),
+        attach_count=_counted(_attachments()),
         copy_total=Coalesce(F("share__copy_count"), 0),
         listed_at=Coalesce(F("share__published_at"), F("created_at")),
     )
@@ -383,7 +388,7 @@ class SharingState:
 
 def book_attach_count(book: Book) -> int:
     """Attachments of ``book`` in every tenant ("most attached", W-9)."""
-    return Attachment.objects.unscoped().filter(book_id=book.pk).count()
+    return _attachments().filter(book_id=book.pk).count()
 
 
 def book_sharing_state(actor: Actor, book: Book) -> SharingState:

@@ -273,8 +273,8 @@ def book_shared_changed(book: Book) -> bool:
     """Report a change to ``book`` (any version bump); True when a refresh was scheduled.
 
     Non-private books get their search document, library vector and display
-    translations refreshed after commit. The books app calls this after
-    ``book_version_bump``; the library's book page and the periodic sweep call
+    translations refreshed after commit. ``books.events`` publishes a task for
+    it after each ``book_version_bump`` of a non-private book; the library's book page and the periodic sweep call
     it for books whose refresh is behind, so a missed call only delays.
     """
     if book.visibility == Visibility.PRIVATE:
@@ -288,6 +288,12 @@ def book_shared_changed(book: Book) -> bool:
             return False  # already on its way
     _refresh_schedule(book, share)
     return True
+
+
+def shared_book_changed_run(*, tenant: Tenant | int, book_id: int) -> bool:
+    """The task side of ``books.events.book_changed``: the book by id, then :func:`book_shared_changed`."""
+    book = _book_of(int(tenant.pk if isinstance(tenant, Tenant) else tenant), book_id)
+    return book is not None and book_shared_changed(book)
 
 
 def shared_book_freshen(book: Book) -> bool:

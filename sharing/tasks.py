@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError
 
+from books.events import SHARED_BOOK_CHANGED
 from lore_platform.celery import app
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError, IntegrityError)
@@ -32,6 +33,14 @@ def book_shared_refresh(tenant_id: int, book_id: int) -> dict[str, Any]:
 
     report = book_shared_refresh_run(tenant=tenant_id, book_id=book_id)
     return {"outcome": report.outcome, "translations_scheduled": report.translations_scheduled}
+
+
+@app.task(name=SHARED_BOOK_CHANGED, **_RETRY)
+def shared_book_changed(tenant_id: int, book_id: int) -> bool:
+    """A book got a new version (published by ``books.events``): refresh it if it is shared."""
+    from sharing.services import shared_book_changed_run
+
+    return shared_book_changed_run(tenant=tenant_id, book_id=book_id)
 
 
 @app.task(name="sharing.book_vector_refresh", **_RETRY)

@@ -1,4 +1,4 @@
-"""Import, export and backup routes. Included before ``books.api.urls`` so that
+"""Import and export routes. Included before ``books.api.urls`` so that
 ``books/import`` is never read as a book id."""
 
 from django.urls import path
@@ -8,15 +8,11 @@ from books.api.io_views import (
     BookImportIntoView,
     BookImportView,
     ImportLimitsView,
-    TenantBackupView,
-    TenantRestoreView,
 )
 
 urlpatterns = [
     path("books/import", BookImportView.as_view(), name="book-import"),
     path("books/<int:book_id>/import", BookImportIntoView.as_view(), name="book-import-into"),
     path("books/<int:book_id>/export", BookExportView.as_view(), name="book-export"),
-    path("backup", TenantBackupView.as_view(), name="tenant-backup"),
-    path("backup/restore", TenantRestoreView.as_view(), name="tenant-restore"),
     path("import-limits", ImportLimitsView.as_view(), name="import-limits"),
 ]

@@ -1,4 +1,4 @@
-"""Import, export and backup endpoints: thin views over ``books.imports`` and ``books.exports``.
+"""Import and export endpoints: thin views over ``books.imports`` and ``books.exports``.
 
 Uploads are multipart (``file`` plus form fields). The request size is
 capped before the body is parsed: larger than the biggest file the import
@@ -30,14 +30,12 @@ from books.api.io_serializers import (
     ImportLimitsOut,
     ImportNewIn,
     ImportOut,
-    RestoreIn,
-    RestoreReceiptOut,
 )
 from books.api.serializers import ErrorOut
 from books.formats import EXPORT_FORMATS, current_limits
+from books.lineages import lineage_get
 from books.selectors import book_entry_count
 from lore_platform.api.base import TenantAPIView
-from lore_platform.cast.services import lineage_get
 from lore_platform.errors import PayloadTooLarge
 
 # Room for the multipart envelope and the form fields next to the file.
@@ -61,10 +59,6 @@ def import_upload_cap() -> int:
     """The largest import request: the largest file any import limit accepts, plus the form."""
     limits = current_limits()
     return max(limits.max_json_bytes, limits.max_png_bytes, limits.max_charx_bytes) + MULTIPART_OVERHEAD
-
-
-def restore_upload_cap() -> int:
-    return exports.backup_max_bytes() + MULTIPART_OVERHEAD
 
 
 class CappedMultiPartParser(MultiPartParser):
@@ -219,38 +213,6 @@ class BookExportView(TenantAPIView):
 
 
 @extend_schema(tags=["import/export"])
-class TenantBackupView(TenantAPIView):
-    @extend_schema(
-        responses={
-            (200, "application/json"): OpenApiResponse(OpenApiTypes.BINARY, description="A native backup."),
-            403: ERRORS[403],
-        },
-        summary="Download the tenant's lore as a native backup (admins)",
-        operation_id="backup_download",
-    )
-    def get(self, request: Request) -> HttpResponse:
-        payload = exports.tenant_backup(actor=self.actor)
-        return _download(payload, exports.CONTENT_TYPES["native"], exports.tenant_backup_filename(self.actor.tenant))
-
-
-@extend_schema(tags=["import/export"])
-class TenantRestoreView(UploadView):
-    def upload_cap(self) -> int:
-        return restore_upload_cap()
-
-    @extend_schema(
-        request={"multipart/form-data": RestoreIn},
-        responses={201: RestoreReceiptOut, **{k: v for k, v in ERRORS.items() if k != 404}},
-        summary="Restore a native backup into this tenant (admins; all or nothing)",
-        operation_id="backup_restore",
-    )
-    def post(self, request: Request) -> Response:
-        data = _parse(RestoreIn, request.data)
-        receipt = exports.tenant_restore(actor=self.actor, data=_upload_bytes(data["file"], self.upload_cap()))
-        return Response(RestoreReceiptOut(receipt).data, status=status.HTTP_201_CREATED)
-
-
-@extend_schema(tags=["import/export"])
 class ImportLimitsView(TenantAPIView):
     @extend_schema(
         responses={200: ImportLimitsOut},
@@ -278,6 +240,4 @@ __all__ = [
     "BookImportIntoView",
     "BookImportView",
     "ImportLimitsView",
-    "TenantBackupView",
-    "TenantRestoreView",
 ]

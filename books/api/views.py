@@ -41,7 +41,7 @@ from books.api.serializers import (
 )
 from books.models import Book, Entry
 from lore_platform.api.base import TenantViewSet
-from lore_platform.cast.services import lineage_get
+from books.lineages import lineage_get
 from lore_platform.tenancy.actor import Actor
 
 ERRORS = {

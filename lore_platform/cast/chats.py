@@ -1,10 +1,9 @@
-"""Stories, novels and chats: writes and reads."""
+"""Stories, novels and chats: writes (their reads are in ``cast.selectors``)."""
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import QuerySet
 
-from lore_platform.cast.models import Character, Chat, Novel, RequestLog, Story
+from lore_platform.cast.models import Character, Chat, Novel, Story
 from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -91,20 +90,3 @@ def chat_create(
     if members:
         chat.members.set(members)
     return chat
-
-
-def chat_get(*, actor: Actor, chat_id: int) -> Chat:
-    chat = (
-        Chat.objects.for_tenant(actor.tenant)
-        .select_related("tenant", "character", "story", "novel")
-        .filter(pk=chat_id)
-        .first()
-    )
-    if chat is None:
-        raise NotFound("No such chat.", field="id")
-    return chat
-
-
-def chat_request_logs(*, actor: Actor, chat: Chat) -> QuerySet[RequestLog]:
-    """Newest first; a queryset, so a page reads (and decompresses) only its own logs."""
-    return RequestLog.objects.for_tenant(actor.tenant).filter(chat=chat).order_by("-turn", "-id")

@@ -1,4 +1,4 @@
-"""Writes for characters and their lineages (S-2).
+"""Writes for characters (S-2); their lineages are in ``books.lineages``.
 
 A character's lore belongs to its **lineage**, not to the character row: a
 persona deleted and imported again finds its lineage by ``key`` (the card's
@@ -7,51 +7,14 @@ with the same key share the lineage, hence one book.
 """
 from __future__ import annotations
 
-import uuid
+from django.db import transaction
 
-from django.db import IntegrityError, transaction
-
-from lore_platform.cast.models import Character, Lineage
+from books.lineages import lineage_get_or_create
+from lore_platform.cast.models import Character
 from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.models import Tenant
 
-LINEAGE_KEY_MAX = 200
 CHARACTER_NAME_MAX = 120
-
-
-def lineage_key_normalise(key: str) -> str:
-    """Keys compare without surrounding space and case: re-imports must find their lineage."""
-    return " ".join(key.split()).casefold()
-
-
-def lineage_get_or_create(*, tenant: Tenant, key: str) -> Lineage:
-    """The tenant's lineage for ``key``, created on first use."""
-    normalised = lineage_key_normalise(key)
-    if not normalised:
-        raise ValidationFailed("A lineage needs a key (e.g. the card's name and creator).", field="lineage_key")
-    if len(normalised) > LINEAGE_KEY_MAX:
-        raise ValidationFailed(f"A lineage key is at most {LINEAGE_KEY_MAX} characters.", field="lineage_key")
-    existing = Lineage.objects.for_tenant(tenant).filter(key=normalised).first()
-    if existing is not None:
-        return existing
-    try:
-        # A savepoint: a concurrent import of the same card may win the race.
-        with transaction.atomic():
-            return Lineage.objects.create(tenant=tenant, key=normalised)
-    except IntegrityError:
-        return Lineage.objects.for_tenant(tenant).get(key=normalised)
-
-
-def lineage_get(*, tenant: Tenant, public_id: uuid.UUID | str) -> Lineage:
-    """The tenant's lineage with this public id; another tenant's is NotFound."""
-    try:
-        parsed = public_id if isinstance(public_id, uuid.UUID) else uuid.UUID(str(public_id))
-    except ValueError:
-        raise NotFound("No such lineage.", field="lineage") from None
-    lineage = Lineage.objects.for_tenant(tenant).filter(public_id=parsed).first()
-    if lineage is None:
-        raise NotFound("No such lineage.", field="lineage")
-    return lineage
 
 
 @transaction.atomic

@@ -8,10 +8,12 @@ world index, request log, the chat's new timed state).
 
 Modules: ``values`` (engine values), ``matching`` (multi-key Aho-Corasick
 matching), ``decorators`` (``@@`` lines), ``tokenizers`` (token counting),
-``keyword`` / ``classic`` / ``server`` (the keyword profiles), ``cases``
-(conformance cases). Profiles other than ``classic`` and ``server`` live in
-their own modules, ``retrieval.engine.<profile>``, exposing
-``<profile>_assemble(request, *, tokenizer) -> Selection``.
+``keyword`` / ``classic`` / ``server`` (the keyword profiles), ``smart``
+(world books), ``sillytavern`` (SillyTavern 1.12.6 World Info; its turn is
+``sillytavern.turn``), ``templates`` (prompt rendering), ``cases`` (the
+conformance cases' format, which the CLI reads and writes). Every profile
+exposes ``<profile>_assemble(request, *, tokenizer) -> Selection`` and is
+reached through :func:`assemble`.
 """
 from __future__ import annotations
 
@@ -35,8 +37,8 @@ def assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: MeaningSear
 
     ``meaning`` is the semantic-retrieval port of the smart profile (W-4);
     without it smart falls back to names plus list order (W-7). The
-    ``sillytavern`` profile works on SillyTavern's own entry values and is
-    run through :mod:`retrieval.engine.sillytavern`, not through this function.
+    ``sillytavern`` profile reads each book's ``world_info`` (SillyTavern's
+    own entry values) instead of its ``entries``.
     """
     profile = request.profile
     if profile == "classic":
@@ -51,4 +53,8 @@ def assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: MeaningSear
         from .smart import smart_assemble
 
         return smart_assemble(request, tokenizer=tokenizer, meaning=meaning)
-    raise ProfileUnavailableError(f"profile {profile!r} does not run on generic engine values")
+    if profile == "sillytavern":
+        from .sillytavern.turn import sillytavern_assemble
+
+        return sillytavern_assemble(request, tokenizer=tokenizer)
+    raise ProfileUnavailableError(f"profile {profile!r} has no engine here")

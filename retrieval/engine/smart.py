@@ -28,7 +28,7 @@ from typing import Protocol
 
 from .matching import CompileCache, KeyMatcher, KeyPattern, book_set_key
 from .tokenizers import Tokenizer
-from .values import Book, Entry, Injection, LogRecord, Outcome, Selection, TurnRequest, WorldIndexLine
+from .values import Book, Entry, Injection, LogRecord, Message, Outcome, Selection, TurnRequest, WorldIndexLine
 
 CANON_SHARE_PERCENT = 10
 CANON_CAP_TOKENS = 4_000
@@ -57,6 +57,11 @@ class MeaningSearch(Protocol):
     def rank(self, *, book_ids: Sequence[str], messages: Sequence[str], limit: int) -> list[str]:
         """Entry ids of these books, nearest in meaning to ``messages`` first."""
         ...
+
+
+def meaning_window(chat: Sequence[Message]) -> list[str]:
+    """The texts matched by meaning (W-4): the last messages that say something."""
+    return [m.text for m in chat[-MEANING_WINDOW:] if m.text.strip()]
 
 
 def canon_budget(input_window: int | None) -> int:
@@ -270,7 +275,7 @@ def _big_books(
     ranked: list[int] = []
     how = "list order (the book is not mostly indexed yet, W-7)"
     if meaning is not None and all(meaning.mostly_indexed(book.id) for book in books):
-        window = [m.text for m in chat[-MEANING_WINDOW:] if m.text.strip()]
+        window = meaning_window(chat)
         entry_book = {c.entry.id: c.book.id for c in candidates}
         ids = meaning.rank(book_ids=[b.id for b in books], messages=window,
                            limit=MAX_FULL_ENTRIES + INDEX_TOPICS + MAX_NAMED) if window else []

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .sillytavern.entries import WorldInfoEntry
 
 Profile = Literal["classic", "server", "smart", "sillytavern"]
 Role = Literal["system", "user", "assistant"]
@@ -111,6 +114,9 @@ class Book:
     settings: BookSettings = field(default_factory=BookSettings)
     scope: Scope | None = None
     version: int | None = None
+    # The sillytavern profile reads SillyTavern's own entry values (every World Info setting
+    # an entry carries); other profiles read ``entries``. Left out of equality and hashing.
+    world_info: tuple[WorldInfoEntry, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,14 +161,18 @@ class TimedState:
 
     kept: frozenset[str] = frozenset()
     spent: frozenset[str] = frozenset()
+    # The sillytavern profile's sticky/cooldown/delay timers, in SillyTavern's own JSON shape.
+    sillytavern: Mapping[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, list[str]]:
-        """JSON shape; empty lists are left out, so a fresh state is ``{}``."""
-        out: dict[str, list[str]] = {}
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape; empty parts are left out, so a fresh state is ``{}``."""
+        out: dict[str, Any] = {}
         if self.kept:
             out["kept"] = sorted(self.kept)
         if self.spent:
             out["spent"] = sorted(self.spent)
+        if self.sillytavern is not None:
+            out["sillytavern"] = dict(self.sillytavern)
         return out
 
     @classmethod
@@ -171,9 +181,13 @@ class TimedState:
             return cls()
         kept = data.get("kept", ())
         spent = data.get("spent", ())
+        sillytavern = data.get("sillytavern")
         if not isinstance(kept, (list, tuple)) or not isinstance(spent, (list, tuple)):
             raise ValueError("timed state needs lists under 'kept' and 'spent'")
-        return cls(kept=frozenset(str(x) for x in kept), spent=frozenset(str(x) for x in spent))
+        if sillytavern is not None and not isinstance(sillytavern, Mapping):
+            raise ValueError("timed state keeps SillyTavern's timers as an object under 'sillytavern'")
+        return cls(kept=frozenset(str(x) for x in kept), spent=frozenset(str(x) for x in spent),
+                   sillytavern=sillytavern)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -195,6 +209,8 @@ class TurnRequest:
     seed: str = ""
     turn: int | None = None
     state: TimedState = field(default_factory=TimedState)
+    # A preview (W-10): the same selection, but SillyTavern's timers are not advanced.
+    dry_run: bool = False
 
     @property
     def turn_number(self) -> int:

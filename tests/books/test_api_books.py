@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from books.models import Book, Profile, Scope
-from lore_platform.cast.services import lineage_get_or_create
+from books.lineages import lineage_get_or_create
 from tests.books.factories import make_book, make_entry, version
 
 pytestmark = pytest.mark.django_db

@@ -119,7 +119,7 @@ def test_card_exports_embed_the_book(tenant_a):
 
 def test_native_export_keeps_collection_state_channels_and_lineage(tenant_a):
     character_import(tenant=tenant_a.tenant, name="Hero", lineage_key="Hero of Varn")
-    from lore_platform.cast.services import lineage_get_or_create
+    from books.lineages import lineage_get_or_create
 
     lineage = lineage_get_or_create(tenant=tenant_a.tenant, key="Hero of Varn")
     book = make_book(

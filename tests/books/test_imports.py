@@ -13,7 +13,7 @@ from books.formats import entry_fingerprint, read_book
 from books.formats.limits import MIB
 from books.imports import book_import_into, book_import_new
 from books.models import Book, Entry, IndexingState, Profile, Scope
-from lore_platform.cast.services import lineage_get_or_create
+from books.lineages import lineage_get_or_create
 from lore_platform.errors import Conflict, LimitExceeded, NotFound, PayloadTooLarge, PermissionDenied, ValidationFailed
 from tests.books.factories import admin_actor, entry_count, fill, make_book, make_entry, member_actor, version
 from tests.books.formats.builders import card, card_book, chara_chunk, charx, png_with, st_entry, world, world_bytes
@@ -645,16 +645,16 @@ def test_a_persona_whose_lineage_has_its_book_is_a_conflict(tenant_a):
 def test_smart_import_schedules_indexing_of_the_new_entries_after_commit(
     tenant_a, monkeypatch, django_capture_on_commit_callbacks
 ):
-    import retrieval.indexing as indexing
+    import books.events as events
 
     calls: list[tuple[Any, list[int]]] = []
-    real = indexing.entries_schedule_indexing
+    real = events.entries_changed
 
-    def spy(*, tenant: Any, entry_ids: Any) -> None:
-        calls.append((tenant, sorted(entry_ids)))
-        real(tenant=tenant, entry_ids=entry_ids)
+    def spy(*, book: Any, entry_ids: Any) -> None:
+        calls.append((book.tenant, sorted(entry_ids)))
+        real(book=book, entry_ids=entry_ids)
 
-    monkeypatch.setattr(indexing, "entries_schedule_indexing", spy)
+    monkeypatch.setattr(events, "entries_changed", spy)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         result = book_import_new(
             actor=member_actor(tenant_a),

@@ -126,7 +126,7 @@ def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a, django
     assert [row["turn"] for row in logs] == [second["turn"], first["turn"]]
     latest = {row["entry"]: row["outcome"] for row in logs[0]["log"]}
     # The stored log is compact: an entry that was simply not matched is absent, and counted.
-    assert latest == {str(kept.pk): "injected"}
+    assert latest == {kept.pk: "injected"}
     assert second["request_log_summary"] == {"entries": 2, "not_matched": 1, "not_matched_listed": False}
     assert RequestLog.objects.for_tenant(tenant_a.tenant).filter(chat_id=chat_id).count() == 2
 
@@ -265,7 +265,7 @@ def test_server_channels_threads_and_collection_toggle(tenant_a):
     book_set_active(actor=admin_actor(tenant_a), book=collection, active=False)
     injected, outcomes = ask("tavern")
     assert injected == ["Kael never drinks ale."]
-    assert outcomes[str(entry.pk)] == "collection_off"
+    assert outcomes[entry.pk] == "collection_off"
     entry.refresh_from_db()
     assert entry.enabled is True
     book_set_active(actor=admin_actor(tenant_a), book=Book.objects.for_tenant(tenant_a.tenant).get(pk=collection.pk),

@@ -48,9 +48,9 @@ def test_positions_follow_sillytavern(tenant_a, st_chat):
     body = _turn(tenant_a, chat, [("assistant", "Hello."), ("user", "Is there a dragon here?")], render=True)
     slots = {i["entry"]: i["slot"] for i in body["injections"]}
     assert slots == {
-        str(entries["before"].pk): "before_char",
-        str(entries["after"].pk): "after_char",
-        str(entries["deep"].pk): "depth_1",
+        entries["before"].pk: "before_char",
+        entries["after"].pk: "after_char",
+        entries["deep"].pk: "depth_1",
     }
     history = [m for m in body["messages"] if m["slot"] in {"history", "depth_1"}]
     # Depth 1: right above the last message.
@@ -59,7 +59,7 @@ def test_positions_follow_sillytavern(tenant_a, st_chat):
 
 def test_sticky_entries_stay_for_their_turns_and_state_persists(tenant_a, st_chat):
     chat, entries = st_chat
-    sword = str(entries["sticky"].pk)
+    sword = entries["sticky"].pk
     first = _turn(tenant_a, chat, [("user", "I draw the sword.")])
     assert sword in {i["entry"] for i in first["injections"]}
     stored = Chat.objects.for_tenant(tenant_a.tenant).get(pk=chat).timed_state

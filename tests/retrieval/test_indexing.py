@@ -13,6 +13,7 @@ from books.services import book_create, entry_create, entry_update
 from lore_platform.tenancy.actor import Actor
 from retrieval.embedders import DEFAULT_EMBEDDER
 from retrieval.engine.embeddings import MessageEmbeddingCache
+from books.events import entries_changed
 from retrieval.indexing import (
     MOSTLY_INDEXED,
     book_index_coverage,
@@ -22,7 +23,6 @@ from retrieval.indexing import (
     entries_index,
     entries_needing_index,
     entries_pending_sweep,
-    entries_schedule_indexing,
     entry_index,
 )
 from retrieval.models import EntryVector
@@ -204,13 +204,13 @@ def test_scheduling_marks_pending_and_runs_after_commit(entries, django_capture_
     entries_index(tenant=tenant_id, entry_ids=ids[:1])
     assert _state(entries[0]) == IndexingState.INDEXED
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        entries_schedule_indexing(tenant=entries[0].tenant, entry_ids=ids)
+        entries_changed(book=entries[0].book, entry_ids=ids)
     assert len(callbacks) == 1  # one task for the batch, queued for after the commit
     assert all(_state(e) == IndexingState.PENDING for e in entries)
     assert EntryVector.objects.for_tenant(tenant_id).count() == 1  # nothing ran inside the transaction
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        entries_schedule_indexing(tenant=entries[0].tenant, entry_ids=ids)
+        entries_changed(book=entries[0].book, entry_ids=ids)
     assert len(callbacks) == 1
     assert all(_state(e) == IndexingState.INDEXED for e in entries)
     assert EntryVector.objects.for_tenant(tenant_id).count() == len(entries)

@@ -233,11 +233,11 @@ def test_the_books_change_hook_refreshes_a_shared_book_once(
     assert book_shared_changed(private) is False  # private books have no library state to refresh
     book = _publish(tenant_a, "Old name")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        # book_update reports the change itself (books calls the hook on every version bump).
+        # book_update publishes the change after commit (books.events, on every version bump).
         book_update(actor=owner_actor(tenant_a), book=book, title="Renamed")
-        book.refresh_from_db()
-        assert book_shared_changed(book) is False  # already on its way: scheduled once
     assert len(callbacks) >= 1
+    book.refresh_from_db()
+    assert book_shared_changed(book) is False  # refreshed once already: nothing more to schedule
     assert _ids(anon_client.get("/api/v1/library/books", {"q": "renamed"})) == [book.pk]
 
 

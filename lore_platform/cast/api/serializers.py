@@ -1,10 +1,21 @@
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books.models import Profile, Role
-from lore_platform.cast.models import Attachment, Character, Chat, Novel, RequestLog, Story
+from lore_platform.cast.api.answers import InjectionOut, LogRowOut, WorldIndexLineOut
+from lore_platform.cast.models import (
+    Attachment,
+    Character,
+    Chat,
+    Novel,
+    RequestLog,
+    Story,
+)
+from lore_platform.cast.turns import stored_rows_normalise
 
 # One choice set per concept, shared with the books API, so the schema names one enum each.
 PROFILE_CHOICES = Profile.choices
@@ -197,10 +208,32 @@ class PreviewIn(serializers.Serializer):
     channel = ChannelIn(required=False, allow_null=True, default=None)
 
 
+class _StoredRows(serializers.JSONField):
+    """Rows of a stored request log, with integer ids (older logs stored them as text)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return stored_rows_normalise(value or [])
+
+
+@extend_schema_field(InjectionOut(many=True))
+class _StoredInjections(_StoredRows):
+    pass
+
+
+@extend_schema_field(WorldIndexLineOut(many=True))
+class _StoredWorldIndex(_StoredRows):
+    pass
+
+
+@extend_schema_field(LogRowOut(many=True))
+class _StoredLog(_StoredRows):
+    pass
+
+
 class RequestLogOut(serializers.ModelSerializer):
-    injections = serializers.JSONField(read_only=True)
-    world_index = serializers.JSONField(read_only=True)
-    log = serializers.JSONField(read_only=True)
+    injections = _StoredInjections(read_only=True)
+    world_index = _StoredWorldIndex(read_only=True)
+    log = _StoredLog(read_only=True, help_text="The compact request log the turn answered (C-15).")
 
     class Meta:
         model = RequestLog
@@ -208,7 +241,7 @@ class RequestLogOut(serializers.ModelSerializer):
 
 
 class LoreOut(serializers.Serializer):
-    entry = serializers.CharField()
+    entry = serializers.IntegerField()
     book = serializers.IntegerField()
     title = serializers.CharField()
     content = serializers.CharField()

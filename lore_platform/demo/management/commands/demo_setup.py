@@ -17,7 +17,7 @@ from lore_platform.tenancy.models import ApiKey, Tenant
 from lore_platform.tenancy.selectors import actor_for_api_key
 from lore_platform.tenancy.services import api_key_create, api_key_revoke, tenant_create, user_get_or_create
 
-DEMO_BOOK = Path(__file__).resolve().parents[3] / "demo" / "demo_book.json"
+DEMO_BOOK = Path(__file__).resolve().parents[2] / "demo_book.json"
 DEMO_TENANT = "Demo"
 DEMO_ADMIN = "demo@loreweave.local"
 DEMO_KEY_NAME = "demo key"

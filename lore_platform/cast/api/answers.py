@@ -1,0 +1,160 @@
+"""The context answer (P-7), typed: output serializers that document it field by field.
+
+The answer is built once by :func:`context_body` straight from the turn's
+values (the hot path of every turn: no serializer walks 2,000 log rows); the
+serializers below are its schema, and a test checks every answer against the
+OpenAPI document they produce. Ids are integers everywhere.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from books.models import Placement, Profile, Role
+from lore_platform.cast.turns import TurnAnswer, injection_row, log_row, world_index_row
+
+ID_HELP = "A database id (integer)."
+
+
+class InjectionOut(serializers.Serializer):
+    entry = serializers.IntegerField(help_text="The entry injected.")
+    book = serializers.IntegerField(help_text="The book it came from.")
+    slot = serializers.CharField(help_text="Where it goes: lorebook (classic); system / recent (server); canon, "
+                                           "relevant, matched (smart); before_char, after_char, authors_note_top, "
+                                           "authors_note_bottom, examples_before/after, depth_N (sillytavern).")
+    role = serializers.ChoiceField(choices=Role.choices)
+    content = serializers.CharField(help_text="The text the model sees (decorators removed, macros replaced).")
+    tokens = serializers.IntegerField(help_text="Tokens by the model's tokenizer (C-14).")
+    label = serializers.CharField(allow_null=True, help_text="In group chats, the character whose book it is (W-8).")
+    cache_stable = serializers.BooleanField(help_text="Part of the prompt that stays the same turn to turn (W-2).")
+    placement = serializers.ChoiceField(choices=Placement.choices, required=False,
+                                        help_text="Server profile: around the persona (S-8).")
+
+
+class WorldIndexLineOut(serializers.Serializer):
+    entry = serializers.IntegerField(help_text="An entry the lookup tool can fetch (W-5).")
+    line = serializers.CharField(help_text="Its title and one-sentence idea.")
+
+
+class LogRowOut(serializers.Serializer):
+    entry = serializers.IntegerField()
+    book = serializers.IntegerField()
+    outcome = serializers.CharField(help_text="injected, not_matched, budget, probability, disabled, decorator, "
+                                              "canon_over_budget, indexed, … (C-15).")
+    detail = serializers.CharField(allow_blank=True, help_text="Why, in words.")
+    key = serializers.CharField(required=False, help_text="The key that matched.")
+    message = serializers.IntegerField(required=False, help_text="Which message it matched in.")
+    via_entry = serializers.IntegerField(required=False, help_text="Recursion: the entry whose text activated it.")
+    warnings = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class LogSummaryOut(serializers.Serializer):
+    entries = serializers.IntegerField(help_text="Entries the turn considered.")
+    not_matched = serializers.IntegerField(help_text="Of them, simply not matched.")
+    not_matched_listed = serializers.BooleanField(help_text="False in the compact log: those are counted only.")
+
+
+class ModelUsedOut(serializers.Serializer):
+    id = serializers.CharField(allow_null=True)
+    tokenizer = serializers.CharField()
+    tokens_estimated = serializers.BooleanField(help_text="No exact tokenizer for this model: counts are estimates.")
+    input_window = serializers.IntegerField()
+
+
+class TokenizerOut(serializers.Serializer):
+    name = serializers.CharField()
+    estimate = serializers.BooleanField()
+
+
+class BookUsedOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    label = serializers.CharField(allow_null=True)
+    via = serializers.CharField(help_text="character, story, novel, tenant, server, persona, request or preview.")
+
+
+class BookLeftOutOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    reason = serializers.CharField(help_text="Why the turn did not use it, in words.")
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "description": "A tool in the OpenAI function-calling format."})
+class ToolField(serializers.DictField):
+    pass
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "description": "Engine state the chat carries to its next turn; a stateless caller hands "
+                                     "it back as timed_state."})
+class TimedStateField(serializers.DictField):
+    pass
+
+
+class RenderedMessageOut(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+    slot = serializers.CharField(help_text="The template slot it fills.")
+    entry = serializers.IntegerField(required=False, help_text="The lore entry it carries.")
+    label = serializers.CharField(required=False)
+
+
+class ContextOut(serializers.Serializer):
+    profile = serializers.ChoiceField(choices=Profile.choices)
+    turn = serializers.IntegerField(help_text="The turn number probability rolls are stable within.")
+    model = ModelUsedOut()
+    tokenizer = TokenizerOut()
+    injections = InjectionOut(many=True, help_text="In prompt order.")
+    world_index = WorldIndexLineOut(many=True)
+    tools = serializers.ListField(child=ToolField(), help_text="Tools for tool-capable models (the lookup tool, W-5).")
+    request_log = LogRowOut(many=True, help_text="One row per entry considered (C-15); compact leaves out "
+                                                 "entries simply not matched.")
+    request_log_summary = LogSummaryOut()
+    warnings = serializers.ListField(child=serializers.CharField())
+    timed_state = TimedStateField()
+    books = BookUsedOut(many=True)
+    books_left_out = BookLeftOutOut(many=True)
+    messages = RenderedMessageOut(many=True, required=False, help_text="The rendered prompt, when asked.")
+    request_log_id = serializers.IntegerField(required=False, help_text="The stored request log (chat turns).")
+
+
+def context_body(answer: TurnAnswer) -> dict[str, Any]:
+    """The answer's JSON body, in the shape :class:`ContextOut` documents."""
+    selection = answer.selection
+    summary = answer.request_log_summary
+    body: dict[str, Any] = {
+        "profile": answer.profile,
+        "turn": answer.turn,
+        "model": {
+            "id": answer.model.id,
+            "tokenizer": answer.model.tokenizer,
+            "tokens_estimated": answer.model.tokens_estimated,
+            "input_window": answer.model.input_window,
+        },
+        "tokenizer": {"name": selection.tokenizer, "estimate": selection.tokens_estimated},
+        "injections": [injection_row(i) for i in selection.injections],
+        "world_index": [world_index_row(line) for line in selection.world_index],
+        "tools": list(answer.tools),
+        "request_log": [log_row(r) for r in answer.request_log],
+        "request_log_summary": {
+            "entries": summary.entries,
+            "not_matched": summary.not_matched,
+            "not_matched_listed": summary.not_matched_listed,
+        },
+        "warnings": list(selection.warnings),
+        "timed_state": answer.timed_state,
+        "books": [
+            {"id": g.book.pk, "title": g.book.title, "label": g.label, "via": g.via} for g in answer.gathering.books
+        ],
+        "books_left_out": [
+            {"id": left.book_id, "title": left.title, "reason": left.reason} for left in answer.gathering.left_out
+        ],
+    }
+    if answer.rendered is not None:
+        body["messages"] = list(answer.rendered)
+    if answer.request_log_id is not None:
+        body["request_log_id"] = answer.request_log_id
+    return body

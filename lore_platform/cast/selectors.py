@@ -1,0 +1,153 @@
+"""Reads of cast: chats, their request logs, and the books a chat gathers (W-8, W-9, S-2, S-11, S-12).
+
+A chat reads the books of everything it involves; a book reached twice is used
+once, and in chats with several characters every book carries the name of the
+character it came from. A book that stopped reaching the chat (another
+tenant's book made private again) is left out with the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+
+from books.models import Book, Scope
+from lore_platform.cast.models import Attachment, Character, Chat, RequestLog
+from lore_platform.errors import NotFound
+from lore_platform.tenancy.actor import Actor
+from lore_platform.tenancy.models import Tenant
+from sharing.selectors import book_injectable_for
+
+
+def chat_get(*, actor: Actor, chat_id: int) -> Chat:
+    chat = (
+        Chat.objects.for_tenant(actor.tenant)
+        .select_related("tenant", "character", "story", "novel")
+        .filter(pk=chat_id)
+        .first()
+    )
+    if chat is None:
+        raise NotFound("No such chat.", field="id")
+    return chat
+
+
+def chat_request_logs(*, actor: Actor, chat: Chat) -> QuerySet[RequestLog]:
+    """Newest first; a queryset, so a page reads (and decompresses) only its own logs."""
+    return RequestLog.objects.for_tenant(actor.tenant).filter(chat=chat).order_by("-turn", "-id")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatheredBook:
+    book: Book
+    # The character whose book this is, in chats with several characters (W-8).
+    label: str | None
+    # What the book was reached through: character, story, novel, tenant, persona, server.
+    via: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeftOutBook:
+    book_id: int
+    title: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gathering:
+    books: list[GatheredBook]
+    left_out: list[LeftOutBook]
+
+
+def attachment_status(tenant: Tenant, attachment: Attachment) -> tuple[bool, str | None]:
+    """Whether the attached book is injected, and if not, why (W-9)."""
+    return book_injectable_for(tenant, attachment.book)
+
+
+def _book_joins(profile: str) -> tuple[str, ...]:
+    # Smart searches each book's vectors in its owner's tenant: load owners with the books.
+    # Keyword profiles read only the owner's id (the engine loads entries once per version).
+    return ("book", "book__tenant") if profile == "smart" else ("book",)
+
+
+def _attached(tenant: Tenant, profile: str, **target: object) -> list[Book]:
+    rows = (
+        Attachment.objects.for_tenant(tenant)
+        .filter(**target)
+        .select_related(*_book_joins(profile))
+        .order_by("position", "id")
+    )
+    return [row.book for row in rows]
+
+
+# Column names, not relations: the same SQL, compiled in about two thirds of the time (every turn).
+_TENANT_WIDE = Q(character_id=None, story_id=None, novel_id=None)
+
+
+def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
+    """The books a chat reads, in attachment order, each once (W-8, S-2)."""
+    tenant = chat.tenant
+    ordered: list[GatheredBook] = []
+
+    def add(books: list[Book], *, label: str | None, via: str) -> None:
+        ordered.extend(GatheredBook(book=book, label=label, via=via) for book in books)
+
+    if profile == "server":
+        # Server-wide collections apply to every persona; the persona's book follows its lineage.
+        add(
+            list(Book.objects.for_tenant(tenant).filter(scope=Scope.SERVER).order_by("id")),
+            label=None,
+            via="server",
+        )
+        if chat.character_id is not None:
+            add(
+                list(
+                    Book.objects.for_tenant(tenant)
+                    .filter(scope=Scope.PERSONA, lineage__characters=chat.character_id)
+                    .order_by("id")
+                ),
+                label=None,
+                via="persona",
+            )
+    else:
+        cast: list[Character] = []
+        if chat.kind == Chat.Kind.CHARACTER and chat.character_id is not None:
+            # The common turn: the character's books then the tenant-wide ones, in one query.
+            rows = (
+                Attachment.objects.for_tenant(tenant)
+                .filter(Q(character_id=chat.character_id) | _TENANT_WIDE)
+                .select_related(*_book_joins(profile))
+                .order_by("position", "id")
+            )
+            add([r.book for r in rows if r.character_id], label=None, via="character")
+            add([r.book for r in rows if not r.character_id], label=None, via="tenant")
+            return _dedupe(tenant, ordered)
+        elif chat.kind == Chat.Kind.GROUP:
+            cast = list(chat.members.order_by("id"))
+        elif chat.kind == Chat.Kind.STORY and chat.story_id is not None:
+            add(_attached(tenant, profile, story=chat.story_id), label=None, via="story")
+            cast = list(chat.story.cast.order_by("id"))
+        elif chat.kind == Chat.Kind.NOVEL and chat.novel_id is not None:
+            add(_attached(tenant, profile, novel=chat.novel_id), label=None, via="novel")
+            cast = list(chat.novel.cast.order_by("id"))
+        labelled = chat.kind != Chat.Kind.CHARACTER
+        for character in cast:
+            add(_attached(tenant, profile, character=character), label=character.name if labelled else None,
+                via="character")
+    add(_attached(tenant, profile, character=None, story=None, novel=None), label=None, via="tenant")
+    return _dedupe(tenant, ordered)
+
+
+def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
+    seen: set[int] = set()
+    books: list[GatheredBook] = []
+    left_out: list[LeftOutBook] = []
+    for gathered in ordered:
+        if gathered.book.pk in seen:
+            continue  # attached twice: injected once, with the first label (W-8)
+        seen.add(gathered.book.pk)
+        injectable, reason = book_injectable_for(tenant, gathered.book)
+        if not injectable:
+            left_out.append(LeftOutBook(book_id=gathered.book.pk, title=gathered.book.title, reason=reason or ""))
+            continue
+        books.append(gathered)
+    return Gathering(books=books, left_out=left_out)

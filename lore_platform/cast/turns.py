@@ -1,0 +1,426 @@
+"""The chat turn (P-7): the one home of every turn, for partner apps and for people.
+
+``chat_turn`` (a stored chat), ``stateless_turn`` (books and/or a character,
+story or novel named in the call), ``chat_preview`` and ``book_preview``
+(W-10: the same selection, nothing written) all run :func:`turn_run`:
+
+1. gather the books the turn reaches (``cast.selectors``: W-8, W-9, S-2);
+2. load them as engine values (``retrieval.loading``, cached per book version);
+3. run the engine under the profile (``retrieval.engine.assemble``: every
+   profile, the ``sillytavern`` one included);
+4. label group-chat lore with its character (W-8) and render the prompt
+   template when asked (C-12, S-8).
+
+Only ``chat_turn`` writes, and this module is the only code that locks a
+chat: its timed state is read and written under the lock, then the request log
+(C-15) is stored and the usage count (W-11) is scheduled off the request path.
+For the smart profile the turn's last messages are embedded *before* the chat
+row is locked; inside the lock the message-embedding cache answers.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from django.db import transaction
+from django.utils import timezone
+
+from books.models import Book
+from lore_platform.cast.models import Character, Chat, Novel, RequestLog, Story
+from lore_platform.cast.selectors import GatheredBook, Gathering, chat_books_gather
+from lore_platform.cast.usage import request_usage_sweep_soon
+from lore_platform.errors import NotFound, ValidationFailed
+from lore_platform.tenancy.actor import Actor
+from retrieval.engine import ProfileUnavailableError, assemble
+from retrieval.engine import values as ev
+from retrieval.engine.smart import meaning_window
+from retrieval.engine.templates import TemplateError, prompt_render
+from retrieval.engine.tokenizers import (
+    Tokenizer,
+    UnknownTokenizerError,
+    model_lookup,
+    tokenizer_for,
+)
+from retrieval.loading import engine_book
+from retrieval.lookup import lookup_tool_schema
+from retrieval.vector_store import ChatMeaningSearch
+from sharing.selectors import book_for_attach
+
+LogDetail = Literal["compact", "full"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnInput:
+    """What a partner app (or a preview box) sends for one turn."""
+
+    messages: tuple[ev.Message, ...]
+    # Empty: the chat's profile, else the tenant's default.
+    profile: str = ""
+    names: ev.Names = field(default_factory=ev.Names)
+    model_id: str | None = None
+    tokenizer: str | None = None
+    input_window: int | None = None
+    # None: a stored chat's own channel applies (S-11).
+    channel: ev.Channel | None = None
+    template: tuple[str, ...] | None = None
+    parts: Mapping[str, str] = field(default_factory=dict)
+    render: bool = False
+    # The model can call tools: a world index comes with the lookup tool (W-5).
+    tools: bool = False
+    # compact: entries simply not matched are counted, not listed (C-15).
+    log: LogDetail = "compact"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelUsed:
+    id: str | None
+    tokenizer: str
+    tokens_estimated: bool
+    input_window: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogSummary:
+    """How many entries the turn considered, and how many were simply not matched (C-15)."""
+
+    entries: int
+    not_matched: int
+    not_matched_listed: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnAnswer:
+    """One turn's answer: the engine's selection and what the platform adds around it."""
+
+    profile: str
+    turn: int
+    model: ModelUsed
+    selection: ev.Selection
+    gathering: Gathering
+    timed_state: dict[str, Any]
+    tools: tuple[dict[str, Any], ...] = ()
+    # The full rendered message list, when a template was asked for.
+    rendered: tuple[dict[str, Any], ...] | None = None
+    log: LogDetail = "compact"
+    request_log_id: int | None = None
+
+    @property
+    def request_log(self) -> tuple[ev.LogRecord, ...]:
+        """The log as answered: compact leaves out entries that were simply not matched."""
+        records = self.selection.request_log
+        if self.log == "full":
+            return records
+        return tuple(r for r in records if r.outcome != ev.Outcome.NOT_MATCHED)
+
+    @property
+    def request_log_summary(self) -> LogSummary:
+        records = self.selection.request_log
+        not_matched = sum(r.outcome == ev.Outcome.NOT_MATCHED for r in records)
+        return LogSummary(entries=len(records), not_matched=not_matched, not_matched_listed=self.log == "full")
+
+
+# --- rows stored in request logs and answered by the API (ids are integers) ----------------
+
+
+def _id(value: str | None) -> int | str | None:
+    # Engine values name entries and books by their database id as text.
+    return int(value) if value is not None and value.isdigit() else value
+
+
+def injection_row(injection: ev.Injection) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "entry": _id(injection.entry),
+        "book": _id(injection.book),
+        "slot": injection.slot,
+        "role": injection.role,
+        "content": injection.content,
+        "tokens": injection.tokens,
+        "label": injection.label,
+        "cache_stable": injection.cache_stable,
+    }
+    if injection.placement is not None:
+        row["placement"] = injection.placement
+    return row
+
+
+def log_row(record: ev.LogRecord) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "entry": _id(record.entry),
+        "book": _id(record.book),
+        "outcome": record.outcome,
+        "detail": record.detail,
+    }
+    if record.key is not None:
+        row["key"] = record.key
+    if record.message is not None:
+        row["message"] = record.message
+    if record.via_entry is not None:
+        row["via_entry"] = _id(record.via_entry)
+    if record.warnings:
+        row["warnings"] = list(record.warnings)
+    return row
+
+
+def world_index_row(line: ev.WorldIndexLine) -> dict[str, Any]:
+    return {"entry": _id(line.entry), "line": line.line}
+
+
+def stored_rows_normalise(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Request logs stored before ids were integers name them as text: answer integers."""
+    out = []
+    for row in rows:
+        fixed = dict(row)
+        for name in ("entry", "book", "via_entry"):
+            value = fixed.get(name)
+            if isinstance(value, str) and value.isdigit():
+                fixed[name] = int(value)
+        out.append(fixed)
+    return out
+
+
+# --- running a turn -------------------------------------------------------------------------
+
+
+def _tokenizer(request: TurnInput) -> Tokenizer:
+    try:
+        return tokenizer_for(request.model_id, tokenizer=request.tokenizer)
+    except UnknownTokenizerError as exc:
+        raise ValidationFailed(str(exc), field="model.tokenizer", rule="C-14") from exc
+
+
+def _timed_state(state: Mapping[str, Any]) -> ev.TimedState:
+    try:
+        return ev.TimedState.from_dict(state)
+    except ValueError as exc:
+        raise ValidationFailed(str(exc), field="timed_state") from exc
+
+
+def _labelled(selection: ev.Selection, books: Sequence[GatheredBook]) -> ev.Selection:
+    labels = {str(g.book.pk): g.label for g in books if g.label}
+    if not labels:
+        return selection
+    injections = tuple(replace(i, label=labels.get(i.book, i.label)) for i in selection.injections)
+    return replace(selection, injections=injections)
+
+
+def _meaning_for(profile: str, gathering: Gathering, messages: Sequence[ev.Message]) -> ChatMeaningSearch | None:
+    """The smart profile's meaning search, with the turn's window already embedded (W-4)."""
+    if profile != "smart":
+        return None
+    meaning = ChatMeaningSearch([g.book for g in gathering.books])
+    meaning.window_embed(meaning_window(messages))
+    return meaning
+
+
+def turn_run(
+    *,
+    request: TurnInput,
+    profile: str,
+    gathering: Gathering,
+    state: Mapping[str, Any],
+    seed: str,
+    turn: int | None = None,
+    dry_run: bool = False,
+    meaning: ChatMeaningSearch | None = None,
+) -> TurnAnswer:
+    """Run the engine over gathered books. Reads the database (book rows), writes nothing.
+
+    ``state`` is the chat's stored timed state (JSON); the answer carries the new one.
+    """
+    tokenizer = _tokenizer(request)
+    input_window = request.input_window or model_lookup(request.model_id).input_window
+    engine_request = ev.TurnRequest(
+        profile=profile,  # type: ignore[arg-type]
+        books=tuple(engine_book(g.book, profile=profile) for g in gathering.books),
+        chat=request.messages,
+        names=request.names,
+        model=ev.Model(id=request.model_id, tokenizer=tokenizer.name, input_window=input_window),
+        channel=request.channel,
+        seed=seed,
+        turn=turn,
+        state=_timed_state(state),
+        dry_run=dry_run,
+    )
+    if meaning is None:
+        meaning = _meaning_for(profile, gathering, request.messages)
+    try:
+        selection = assemble(engine_request, tokenizer=tokenizer, meaning=meaning)
+    except ProfileUnavailableError as exc:
+        raise ValidationFailed(str(exc), field="profile") from exc
+    selection = _labelled(selection, gathering.books)
+    rendered = None
+    if request.render or request.template:
+        try:
+            messages = prompt_render(profile=profile, selection=selection, history=request.messages,
+                                     parts=dict(request.parts), template=request.template)
+        except TemplateError as exc:
+            raise ValidationFailed(str(exc), field="template", rule="C-12") from exc
+        rendered = tuple(_rendered_row(m) for m in messages)
+    return TurnAnswer(
+        profile=profile,
+        turn=engine_request.turn_number,
+        model=ModelUsed(id=request.model_id, tokenizer=tokenizer.name, tokens_estimated=tokenizer.is_estimate,
+                        input_window=input_window),
+        selection=selection,
+        gathering=gathering,
+        timed_state=selection.state.to_dict(),
+        tools=(lookup_tool_schema(),) if request.tools and selection.world_index else (),
+        rendered=rendered,
+        log=request.log,
+    )
+
+
+def _rendered_row(message: Any) -> dict[str, Any]:
+    row = {name: getattr(message, name) for name in message.__slots__ if getattr(message, name) is not None}
+    if "entry" in row:
+        row["entry"] = _id(row["entry"])
+    return row
+
+
+def _profile(actor: Actor, requested: str, chat: Chat | None = None) -> str:
+    return requested or (chat.profile if chat is not None else "") or actor.tenant.default_profile
+
+
+def _chat_channel(request: TurnInput, chat: Chat) -> TurnInput:
+    """S-11: the chat's stored channel (and a thread's parent) applies unless the call names one."""
+    if request.channel is not None or not chat.channel_id:
+        return request
+    return replace(request, channel=ev.Channel(id=chat.channel_id, parent=chat.parent_channel_id or None))
+
+
+def _usage_of(answer: TurnAnswer) -> dict[str, list[int]]:
+    """Injected entry ids per owning tenant (a public book may belong to another tenant)."""
+    injected: dict[str, set[int]] = {}
+    for injection in answer.selection.injections:
+        if injection.entry.isdigit():
+            injected.setdefault(injection.book, set()).add(int(injection.entry))
+    usage: dict[str, set[int]] = {}
+    for gathered in answer.gathering.books:
+        ids = injected.get(str(gathered.book.pk))
+        if ids:
+            usage.setdefault(str(gathered.book.tenant_id), set()).update(ids)
+    return {tenant: sorted(ids) for tenant, ids in usage.items()}
+
+
+def _chat_read(actor: Actor, chat_id: int) -> Chat:
+    # The tenant is the actor's (the filter says so), and gathering needs only the
+    # character's id: one table, no join.
+    chat = Chat.objects.for_tenant(actor.tenant).filter(pk=chat_id).first()
+    if chat is None:
+        raise NotFound("No such chat.", field="id")
+    chat.tenant = actor.tenant
+    return chat
+
+
+def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
+    """One turn of a stored chat (P-7): gather, run under the chat's lock, persist.
+
+    The timed state, the turn counter and the request log are written in one
+    transaction; turns of one chat run one at a time.
+    """
+    chat = _chat_read(actor, chat_id)
+    profile = _profile(actor, request.profile, chat)
+    request = _chat_channel(request, chat)
+    gathering = chat_books_gather(chat, profile=profile)
+    meaning = _meaning_for(profile, gathering, request.messages)  # embeds before the lock is taken
+    with transaction.atomic():
+        locked = (
+            Chat.objects.for_tenant(actor.tenant).select_for_update().filter(pk=chat.pk)
+            .values("timed_state", "turns").first()
+        )
+        if locked is None:
+            raise NotFound("No such chat.", field="id")
+        answer = turn_run(request=request, profile=profile, gathering=gathering,
+                          state=locked["timed_state"] or {}, seed=f"chat-{chat.pk}", meaning=meaning)
+        Chat.objects.for_tenant(actor.tenant).filter(pk=chat.pk).update(
+            timed_state=answer.timed_state, turns=locked["turns"] + 1
+        )
+        # What explains the turn is stored as the compact answer said it (C-15).
+        stored = replace(answer, log="compact")
+        usage = _usage_of(answer)
+        log = RequestLog.objects.create(
+            tenant=actor.tenant,
+            chat=chat,
+            turn=answer.turn,
+            profile=answer.profile,
+            model_id=request.model_id or "",
+            injections=[injection_row(i) for i in answer.selection.injections],
+            world_index=[world_index_row(line) for line in answer.selection.world_index],
+            log=[log_row(r) for r in stored.request_log],
+            usage=usage,
+            # Nothing injected, nothing to count: the usage sweep never needs to read it.
+            usage_recorded_at=None if usage else timezone.now(),
+        )
+        if usage:
+            # Counted off the request path, many turns at once (cast/usage.py).
+            transaction.on_commit(request_usage_sweep_soon, robust=True)
+    return replace(answer, request_log_id=log.pk)
+
+
+def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
+    """What a sample message would bring in this chat (W-10): the same selection, nothing written."""
+    chat = _chat_read(actor, chat_id)
+    profile = _profile(actor, request.profile, chat)
+    request = _chat_channel(request, chat)
+    return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
+                    state=chat.timed_state or {}, seed=f"chat-{chat.pk}", dry_run=True)
+
+
+def _transient_chat(actor: Actor, target: Mapping[str, int]) -> Chat:
+    """An unsaved chat of a character, story or novel, for gathering its books."""
+    chat = Chat(tenant=actor.tenant)
+    found: object
+    if "character_id" in target:
+        chat.kind = Chat.Kind.CHARACTER
+        chat.character = Character.objects.for_tenant(actor.tenant).filter(pk=target["character_id"]).first()
+        found = chat.character
+    elif "story_id" in target:
+        chat.kind = Chat.Kind.STORY
+        chat.story = Story.objects.for_tenant(actor.tenant).filter(pk=target["story_id"]).first()
+        found = chat.story
+    else:
+        chat.kind = Chat.Kind.NOVEL
+        chat.novel = Novel.objects.for_tenant(actor.tenant).filter(pk=target["novel_id"]).first()
+        found = chat.novel
+    if found is None:
+        raise NotFound("No such character, story or novel.", field=next(iter(target)))
+    return chat
+
+
+def stateless_turn(
+    *,
+    actor: Actor,
+    request: TurnInput,
+    book_ids: Sequence[int] = (),
+    target: Mapping[str, int] | None = None,
+    timed_state: Mapping[str, Any] | None = None,
+) -> TurnAnswer:
+    """A turn with no stored chat: books by id and/or a character, story or novel's books (P-7).
+
+    The caller may hand back the timed state of its previous turn.
+    """
+    target = dict(target or {})
+    if len(target) > 1:
+        raise ValidationFailed("Name at most one of character_id, story_id, novel_id.", field="character_id")
+    profile = _profile(actor, request.profile)
+    books = [GatheredBook(book=book_for_attach(actor, book_id=i), label=None, via="request") for i in book_ids]
+    left_out = []
+    if target:
+        gathered = chat_books_gather(_transient_chat(actor, target), profile=profile)
+        seen = {g.book.pk for g in books}
+        books += [g for g in gathered.books if g.book.pk not in seen]
+        left_out = gathered.left_out
+    return turn_run(request=request, profile=profile, gathering=Gathering(books=books, left_out=left_out),
+                    state=timed_state or {}, seed=f"tenant-{actor.tenant.pk}")
+
+
+def book_preview(*, actor: Actor, book: Book, request: TurnInput) -> TurnAnswer:
+    """What a sample message would bring from one book (W-10); changes nothing.
+
+    ``book`` is one the actor may read (``sharing.selectors.book_for_attach``).
+    """
+    profile = request.profile or book.profile
+    gathering = Gathering(books=[GatheredBook(book=book, label=None, via="preview")], left_out=[])
+    return turn_run(request=request, profile=profile, gathering=gathering, state={}, seed=f"preview-{book.pk}",
+                    dry_run=True)
