@@ -5,8 +5,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from retrieval.engine.rules import SMART
 from retrieval.engine.smart import (
-    CANON_CAP_TOKENS,
     canon_budget,
     index_line,
     smart_assemble,
@@ -57,7 +57,7 @@ def outcome(selection, entry: str) -> str:
 @pytest.mark.parametrize("window, budget", [(2000, 200), (39_990, 3999), (40_000, 4000), (1_000_000, 4000)])
 def test_canon_budget_is_ten_percent_capped_at_4000(window, budget):
     assert canon_budget(window) == budget
-    assert canon_budget(window) <= CANON_CAP_TOKENS
+    assert canon_budget(window) <= SMART.canon_cap_tokens
 
 
 def test_canon_fits_exactly_at_budget_and_not_one_token_over():
