@@ -7,7 +7,6 @@ from typing import Literal
 from django.db.models import Count, Q, QuerySet
 
 from books.access import books_visible_to
-from books.channels import entry_reaches_prompt
 from books.decorators import Decorator, decorators_read
 from books.models import Book, Entry, Profile
 from books.tokens import model_input_window, model_tokenizer
@@ -209,20 +208,6 @@ def book_canon_meter(
 def book_for_lineage(*, actor: Actor, lineage: Lineage) -> Book | None:
     """The persona book of a lineage, if the actor may read it (S-2)."""
     return books_visible_to(actor).filter(lineage=lineage).first()
-
-
-def book_entries_live(
-    book: Book, *, channel_id: str | None = None, parent_channel_id: str | None = None
-) -> list[Entry]:
-    """Entries of ``book`` that may reach a prompt here (S-11, S-12, S-13, W-6), in list order."""
-    if not book.active:
-        return []
-    entries = Entry.objects.for_tenant(book.tenant).filter(book=book, enabled=True).order_by("position", "id")
-    return [
-        entry
-        for entry in entries
-        if entry_reaches_prompt(book, entry, channel_id=channel_id, parent_channel_id=parent_channel_id)
-    ]
 
 
 def book_version(book: Book) -> int:
