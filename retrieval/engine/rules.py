@@ -67,8 +67,9 @@ SMART = SmartRules(
     canon_share_percent=10,
     canon_cap_tokens=4_000,
     # Heavy from three quarters of the budget: canon is paid every turn, and what it leaves is all the
-    # when-relevant lore gets (W-2, W-5). Past 75% that is under a quarter of the budget (under 1,000
-    # tokens at the cap), about one entry trimmed to ``trim_tokens``; the seed's 3,730 of 4,000 is 93%.
+    # when-relevant lore gets (W-2, W-5). Past this share under a quarter of the budget is left: at the
+    # cap, room for about one entry trimmed to ``trim_tokens``. The seed's case (3,730 tokens of a
+    # capped budget, 93%, with no warning) is well inside it, and a small canon never nags.
     canon_heavy_percent=75,
     lore_cap_tokens=2_000,
     max_full_entries=5,

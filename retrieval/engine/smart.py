@@ -252,7 +252,8 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
 
     world_index: list[WorldIndexLine] = []
     if big:
-        world_index = _big_books(request, tuple(big), min(SMART.lore_cap_tokens, free), tokenizer, meaning, inject, record)
+        lore_budget = min(SMART.lore_cap_tokens, free)
+        world_index = _big_books(request, tuple(big), lore_budget, tokenizer, meaning, inject, record)
 
     request_log = tuple(
         log[(book.id, entry.id)] if (book.id, entry.id) in log
@@ -294,7 +295,7 @@ def _big_books(
     user_last = next((i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "user"), None)
     replies = [i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "assistant"][:SMART.replies_searched]
 
-    # W-3: named in the user's last message, then in the character's last two replies.
+    # W-3: named in the user's last message, then in the character's last replies.
     named: list[int] = []
     named_why: dict[int, tuple[str, int]] = {}
     if user_last is not None:
