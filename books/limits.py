@@ -21,12 +21,12 @@ export untouched (C-9), so only the 200-character column bounds it.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lore_platform.errors import LimitExceeded, ValidationFailed
+from retrieval.engine.rules import SERVER, SMART
 
 if TYPE_CHECKING:
     from books.models import Book
@@ -78,11 +78,11 @@ SMART_ENTRY_TITLE = TextLimit(rule="W-12", min=2, max=100)
 SMART_ENTRY_CONTENT = TextLimit(rule="W-12", min=20, max=20_000)
 SMART_ALIASES = ListLimit(rule="W-12", max_items=50, max_item_length=120)
 
-# Server lorebooks (S-3, S-5, S-14).
+# Server lorebooks (S-3, S-5, S-14); the engine's rule table holds the numbers it also applies.
 SERVER_ENTRY_TITLE = TextLimit(rule="S-3", max=200)
-SERVER_ENTRY_CONTENT = TextLimit(rule="S-3", max=4_000)
-SERVER_ENTRIES_PER_LINEAGE = Limit(value=250, rule="S-14", unit="entries")
-SERVER_ENTRIES_SERVER_WIDE = Limit(value=250, rule="S-14", unit="entries")
+SERVER_ENTRY_CONTENT = TextLimit(rule="S-3", max=SERVER.entry_content_chars)
+SERVER_ENTRIES_PER_LINEAGE = Limit(value=SERVER.entries_per_lineage, rule="S-14", unit="entries")
+SERVER_ENTRIES_SERVER_WIDE = Limit(value=SERVER.entries_server_wide, rule="S-14", unit="entries")
 SERVER_SCAN_DEPTH = RangeLimit(rule="S-5", low=1, high=100)
 
 # Classic / SillyTavern: the display name (comment) is optional (C-9).
@@ -111,9 +111,9 @@ LIVING_WORLD_NEW_ENTRY = Limit(value=4_000, rule="L-3")
 LIVING_WORLD_APPEND = Limit(value=2_000, rule="L-3")
 LIVING_WORLD_GROWN_ENTRY = Limit(value=20_000, rule="L-3")
 
-# W-1: canon budget = 10 % of the model's input window, capped at 4,000 tokens.
-CANON_BUDGET_SHARE = 0.10
-CANON_BUDGET_CAP = Limit(value=4_000, rule="W-1", unit="tokens")
+# W-1: the canon budget, a share of the model's input window with a cap (the engine's rule table;
+# ``retrieval.engine.smart.canon_budget`` computes it).
+CANON_BUDGET_CAP = Limit(value=SMART.canon_cap_tokens, rule="W-1", unit="tokens")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,13 +164,6 @@ def limits_for(profile: str) -> ProfileLimits:
         return _PROFILE_LIMITS[profile]
     except KeyError:
         raise ValidationFailed(f"Unknown profile {profile!r}.", field="profile") from None
-
-
-def canon_budget(input_window: int) -> int:
-    """W-1: 10 % of the model's input window, never more than 4,000 tokens."""
-    if input_window <= 0:
-        raise ValidationFailed("The model's input window must be positive.", field="input_window", rule="W-1")
-    return min(CANON_BUDGET_CAP.value, math.floor(input_window * CANON_BUDGET_SHARE))
 
 
 # --- primitive checks -----------------------------------------------------------
@@ -301,8 +294,8 @@ class Capacity:
 def entry_capacity(book: Book) -> Capacity | None:
     """The entry-count limit that applies to ``book``, with its current use; None = unlimited.
 
-    World books: 2,000 per book. Server books: 250 per persona lineage, and a
-    separate 250 shared by all of the tenant's server-wide books (S-14).
+    World books: a cap per book (W-12). Server books: a cap per persona lineage,
+    and a separate one shared by all of the tenant's server-wide books (S-14).
     """
     from books.models import Entry, Profile, Scope
 

@@ -6,9 +6,7 @@ from typing import Literal
 
 from django.db.models import Count, Q, QuerySet
 
-from books import limits
 from books.access import books_visible_to
-from books.channels import entry_reaches_prompt
 from books.decorators import Decorator, decorators_read
 from books.models import Book, Entry, Profile
 from books.tokens import model_input_window, model_tokenizer
@@ -16,6 +14,8 @@ from books.warnings import EntryWarning, entry_warnings
 from books.models import Lineage
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
+from retrieval.engine.rules import SMART
+from retrieval.engine.smart import canon_budget, canon_pack
 
 EntrySort = Literal["position", "most_used", "recently_edited"]
 
@@ -132,6 +132,8 @@ class CanonMeter:
     tokens: int  # what the book's canon asks for every turn
     injected_tokens: int  # what W-1 packing would actually inject from this book alone
     over_budget: bool
+    heavy_at: int  # canon tokens from which canon counts as heavy for this budget
+    heavy: bool  # tokens >= heavy_at (over budget is heavy too)
     message: str
     warning: str | None
     entries: list[CanonLine]
@@ -142,39 +144,49 @@ def book_canon_meter(
 ) -> CanonMeter:
     """ "Core canon: N tokens per turn" for a model, with W-1's packing of this book alone.
 
-    Canon is the book's enabled canon entries in list order; the first always
-    stays, later ones that do not fit are skipped (SPEC §10, W-1).
+    Canon is the book's enabled canon entries in list order, packed by the
+    engine's :func:`~retrieval.engine.smart.canon_pack` (the live selection's
+    own W-1 packing): the first always stays, later ones that do not fit are
+    skipped (SPEC §10). The meter warns when canon is over budget and, before
+    that, when it gets heavy: from ``SMART.canon_heavy_percent`` of the budget.
     """
     window = input_window or model_input_window(model_id)
     if not window:
         raise ValidationFailed(
-            "Give the model's input window (input_window): the canon budget is 10% of it (W-1).",
+            "Give the model's input window (input_window): the canon budget is "
+            f"{SMART.canon_share_percent}% of it (W-1).",
             field="input_window",
             rule="W-1",
         )
-    budget = limits.canon_budget(window)
+    if window <= 0:
+        raise ValidationFailed("The model's input window must be positive.", field="input_window", rule="W-1")
+    budget = canon_budget(window)
     counter = model_tokenizer(model_id, tokenizer)
-    count = counter.count
     canon = Entry.objects.for_tenant(book.tenant).filter(book=book, constant=True, enabled=True).order_by(
         "position", "id"
     )
-    lines: list[CanonLine] = []
-    used = 0
-    total = 0
-    for entry in canon:
-        tokens = count(entry.content)
-        total += tokens
-        fits = not lines or used + tokens <= budget
-        if fits:
-            used += tokens
-        lines.append(CanonLine(entry_id=entry.pk, title=entry.title, tokens=tokens, fits=fits))
+    packing = canon_pack(list(canon), budget=budget, tokens=lambda entry: counter.count(entry.content))
+    lines = [
+        CanonLine(entry_id=item.entry.pk, title=item.entry.title, tokens=item.tokens, fits=item.fits)
+        for item in packing.items
+    ]
+    total = packing.total
     over = total > budget
+    heavy_at = SMART.canon_heavy_at(budget)
+    heavy = total > 0 and total >= heavy_at
     dropped = sum(1 for line in lines if not line.fits)
     warning = None
     if over:
         warning = (
             f"Canon needs {total:,} tokens but this model's canon budget is {budget:,} (W-1)"
             + (f"; {dropped} canon entr{'y' if dropped == 1 else 'ies'} would not be injected." if dropped else ".")
+        )
+    elif heavy:
+        share = total * 100 // budget
+        warning = (
+            f"Canon is getting heavy: {total:,} tokens take {share}% of this model's {budget:,}-token canon budget "
+            f"(heavy from {SMART.canon_heavy_percent}%, {heavy_at:,} tokens; W-1). Canon is spent every turn and "
+            "leaves less room for when-relevant lore."
         )
     return CanonMeter(
         model_id=model_id,
@@ -183,8 +195,10 @@ def book_canon_meter(
         input_window=window,
         budget=budget,
         tokens=total,
-        injected_tokens=used,
+        injected_tokens=packing.used,
         over_budget=over,
+        heavy_at=heavy_at,
+        heavy=heavy,
         message=f"Core canon: {total:,} tokens per turn",
         warning=warning,
         entries=lines,
@@ -194,20 +208,6 @@ def book_canon_meter(
 def book_for_lineage(*, actor: Actor, lineage: Lineage) -> Book | None:
     """The persona book of a lineage, if the actor may read it (S-2)."""
     return books_visible_to(actor).filter(lineage=lineage).first()
-
-
-def book_entries_live(
-    book: Book, *, channel_id: str | None = None, parent_channel_id: str | None = None
-) -> list[Entry]:
-    """Entries of ``book`` that may reach a prompt here (S-11, S-12, S-13, W-6), in list order."""
-    if not book.active:
-        return []
-    entries = Entry.objects.for_tenant(book.tenant).filter(book=book, enabled=True).order_by("position", "id")
-    return [
-        entry
-        for entry in entries
-        if entry_reaches_prompt(book, entry, channel_id=channel_id, parent_channel_id=parent_channel_id)
-    ]
 
 
 def book_version(book: Book) -> int:

@@ -1,7 +1,8 @@
 """Per-entry warnings shown in the editor list. Pure functions; nothing here writes.
 
-- ``long_entry`` (W-11): a world-book entry longer than the 800 tokens an
-  injected entry is trimmed to (W-5); split it.
+- ``long_entry`` (W-11): a world-book entry longer than the tokens an
+  injected entry is trimmed to (W-5, the engine's ``SMART.trim_tokens``);
+  split it.
 - ``multi_topic`` (W-11): probably several topics in one world-book entry: two
   or more top-level Markdown headings (``#``/``##``), or text split by
   separator lines (``---``, ``***``, ``===``) into parts of some substance.
@@ -28,8 +29,9 @@ from dataclasses import dataclass
 from books.decorators import DecoratorReport, decorators_read
 from books.models import Book, Entry, Profile
 from books.tokens import model_tokenizer
+from retrieval.engine.rules import SMART
 
-LONG_ENTRY_TOKENS = 800  # W-5: injected entries are trimmed to 800 tokens
+LONG_ENTRY_TOKENS = SMART.trim_tokens  # W-5: longer than what an injected entry is trimmed to
 MULTI_TOPIC_MIN_HEADINGS = 2
 MULTI_TOPIC_MIN_PART_CHARS = 40
 

@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from books.access import book_can_edit
 from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic
+from retrieval.engine.rules import SERVER, SMART
 
 # --- books ----------------------------------------------------------------------
 
@@ -126,12 +127,21 @@ class CanonMeterOut(serializers.Serializer):
     tokenizer = serializers.CharField(help_text="The tokenizer counting for this model (C-14).")
     tokens_are_estimate = serializers.BooleanField(help_text="No bundled tokenizer: a deliberately high estimate.")
     input_window = serializers.IntegerField()
-    budget = serializers.IntegerField(help_text="10% of the input window, at most 4,000 tokens (W-1).")
+    budget = serializers.IntegerField(
+        help_text=f"{SMART.canon_share_percent}% of the input window, at most {SMART.canon_cap_tokens:,} tokens (W-1)."
+    )
     tokens = serializers.IntegerField(help_text="Tokens the book's enabled canon takes every turn.")
-    injected_tokens = serializers.IntegerField()
-    over_budget = serializers.BooleanField()
+    injected_tokens = serializers.IntegerField(help_text="Tokens W-1 packing injects from this book's canon.")
+    over_budget = serializers.BooleanField(help_text="tokens > budget.")
+    heavy_at = serializers.IntegerField(
+        help_text=f"Canon is heavy from this many tokens: {SMART.canon_heavy_percent}% of the budget, rounded up (W-1)."
+    )
+    heavy = serializers.BooleanField(help_text="tokens ≥ heavy_at (canon over budget is heavy too).")
     message = serializers.CharField(help_text='"Core canon: N tokens per turn".')
-    warning = serializers.CharField(allow_null=True)
+    warning = serializers.CharField(
+        allow_null=True,
+        help_text="Set when canon is over budget, or heavy (then it says how much of the budget canon takes).",
+    )
     entries = CanonLineOut(many=True)
 
 
@@ -160,7 +170,7 @@ class EntryIn(serializers.Serializer):
         required=False,
         allow_blank=True,
         trim_whitespace=False,
-        help_text="World books 20–20,000 characters (W-12); server books ≤4,000 (S-3).",
+        help_text=f"World books 20–20,000 characters (W-12); server books ≤{SERVER.entry_content_chars:,} (S-3).",
     )
     keys = serializers.ListField(
         child=serializers.CharField(allow_blank=True),

@@ -43,6 +43,7 @@ from books.models import Book, Entry
 from lore_platform.api.base import TenantViewSet
 from books.lineages import lineage_get
 from lore_platform.tenancy.actor import Actor
+from retrieval.engine.rules import SMART
 
 ERRORS = {
     400: OpenApiResponse(ErrorOut, description="Invalid input; `error.field` and `error.rule` name what and why."),
@@ -129,8 +130,9 @@ class BookViewSet(TenantViewSet):
         parameters=[CanonMeterParams],
         responses={200: CanonMeterOut, **READ_ERRORS, 400: ERRORS[400]},
         summary="Canon meter (W-1)",
-        description="Core canon: N tokens per turn for a model, with a warning when canon takes more than the "
-        "canon budget (10% of the input window, at most 4,000 tokens).",
+        description="Core canon: N tokens per turn for a model, with a warning when canon gets heavy (from "
+        f"{SMART.canon_heavy_percent}% of the canon budget, `heavy_at`) or takes more than the canon budget "
+        f"({SMART.canon_share_percent}% of the input window, at most {SMART.canon_cap_tokens:,} tokens).",
     )
     @action(detail=True, methods=["get"], url_path="canon-meter")
     def canon_meter(self, request: Request, pk: str) -> Response:

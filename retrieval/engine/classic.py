@@ -13,8 +13,9 @@ One turn, in order:
    entry (C-13). ``@@keep`` entries already active skip the roll.
 5. Recursion (C-4): when a book has recursive scanning on, the content of its
    activated entries is scanned again and may activate entries of any attached
-   book; up to three passes after the chat scan. An entry that would only have
-   been reached by a fourth pass is logged as ``recursion``.
+   book; up to ``CLASSIC.recursion_passes`` passes after the chat scan (see
+   :mod:`.rules`). An entry that only one more pass would have reached is
+   logged as ``recursion``.
 6. Budget (C-3, C-10, C-14): the highest token budget among the attached books,
    counted with the model's tokenizer on the text the model sees (decorator
    lines removed, name macros replaced). While activated lore is over budget,
@@ -33,8 +34,6 @@ from __future__ import annotations
 
 from .decorators import gate_allows
 from .keyword import (
-    CLASSIC_DEFAULT_TOKEN_BUDGET,
-    CLASSIC_RECURSION_PASSES,
     CompiledBookSet,
     Trigger,
     book_set_compile,
@@ -46,6 +45,7 @@ from .keyword import (
     probability_passes,
     trigger_of,
 )
+from .rules import CLASSIC
 from .tokenizers import Tokenizer
 from .values import Injection, LogRecord, Outcome, Selection, TimedState, TurnRequest
 
@@ -132,7 +132,7 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
     frontier = [i for i in activated if entries[i].book.settings.recursive]
     recursed: dict[int, int] = {}
     passes = 0
-    while frontier and passes < CLASSIC_RECURSION_PASSES:
+    while frontier and passes < CLASSIC.recursion_passes:
         passes += 1
         found = compiled.matcher.find_first([rendered[i] for i in frontier])
         new_keys = {key: frontier[text] for key, text in found.items() if key not in recursed}
@@ -146,7 +146,7 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
 
     budget = max(
         (book.settings.token_budget for book in request.books if book.settings.token_budget is not None),
-        default=CLASSIC_DEFAULT_TOKEN_BUDGET,
+        default=CLASSIC.default_token_budget,
     )
     tokens = {index: tokenizer.count(rendered[index]) for index in activated}
     total = sum(tokens.values())
@@ -260,7 +260,7 @@ def _explain_unrecursed(
                 entries[owner],
                 Outcome.RECURSION,
                 f"key {key_text!r} is in the content of entry {source_entry.entry.id}, which the last of "
-                f"{CLASSIC_RECURSION_PASSES} recursion passes activated; no further pass is made",
+                f"{CLASSIC.recursion_passes} recursion passes activated; no further pass is made",
                 key=key_text,
                 via_entry=source_entry.entry.id,
             )

@@ -25,15 +25,10 @@ from typing import Literal, NamedTuple
 
 from .decorators import ParsedContent, decorators_parse
 from .matching import KNOWN_TEXT_CHARS, CompileCache, KeyMatcher, KeyPattern, book_set_key
+from .rules import CLASSIC, SERVER
 from .values import Book, Entry, LogRecord, Message, Names, Outcome, Role
 
 KeywordProfile = Literal["classic", "server"]
-
-CLASSIC_DEFAULT_SCAN_DEPTH = 4
-CLASSIC_DEFAULT_TOKEN_BUDGET = 1000
-SERVER_DEFAULT_SCAN_DEPTH = 4
-SERVER_CHARACTER_BUDGET = 8000  # S-9: one budget shared by every group
-CLASSIC_RECURSION_PASSES = 3  # C-4: rescans of activated content after the chat scan
 
 _MACRO = re.compile(r"\{\{\s*(user|char|bot)\s*\}\}", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)")
@@ -132,7 +127,7 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
             parsed = decorators_parse(entry.content) if classic else ParsedContent(text=entry.content)
             entry_warnings = tuple(f"{entry.id}: {warning}" for warning in parsed.warnings)
             warnings.extend(entry_warnings)
-            default_depth = CLASSIC_DEFAULT_SCAN_DEPTH if classic else SERVER_DEFAULT_SCAN_DEPTH
+            default_depth = CLASSIC.default_scan_depth if classic else SERVER.default_scan_depth
             depth = _first_int(parsed.scan_depth, entry.scan_depth, settings.scan_depth, default_depth)
             case_sensitive = False if not classic else _first_bool(entry.case_sensitive, settings.case_sensitive)
             whole_words = _first_bool(entry.whole_words, settings.whole_words)

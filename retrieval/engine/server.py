@@ -18,12 +18,12 @@ One turn, per entry, in this order of reasons:
    characters. Probability 0 blocks even a keywordless entry; null is 100.
 5. Placement (S-8): always-on entries (blank keywords, probability 100) go in
    the ``system`` slot; keyword- or probability-activated entries go in the
-   ``recent`` slot, right above the four most recent dialogue turns and before
-   retrieved documents. In each slot, before-persona entries come first, then
+   ``recent`` slot, right above the ``SERVER.recent_turns`` most recent
+   dialogue turns and before retrieved documents. In each slot, before-persona entries come first, then
    after-persona ones (each injection names its placement), each by insertion
    number, lower first.
-6. Budget (S-9): 8,000 characters of the text the model sees, shared by both
-   slots, always-on entries first. An entry that does not fit is skipped
+6. Budget (S-9): ``SERVER.character_budget`` characters (see :mod:`.rules`)
+   of the text the model sees, shared by both slots, always-on entries first. An entry that does not fit is skipped
    (``skipped_size``) and later, smaller ones are still tried.
 
 Name macros are replaced; other ``{{...}}`` text stays as written (S-10).
@@ -31,7 +31,6 @@ Name macros are replaced; other ``{{...}}`` text stays as written (S-10).
 from __future__ import annotations
 
 from .keyword import (
-    SERVER_CHARACTER_BUDGET,
     CompiledBookSet,
     CompiledEntry,
     Trigger,
@@ -44,6 +43,7 @@ from .keyword import (
     probability_passes,
     trigger_of,
 )
+from .rules import SERVER
 from .tokenizers import Tokenizer
 from .values import Channel, Injection, LogRecord, Outcome, Selection, TurnRequest
 
@@ -155,12 +155,12 @@ def server_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer:
         for candidate, trigger, channel_note in group:
             text = macros_apply(candidate.text, request.names)
             size = len(text)
-            if used + size > SERVER_CHARACTER_BUDGET:
+            if used + size > SERVER.character_budget:
                 records[candidate.index] = log_record(
                     candidate,
                     Outcome.SKIPPED_SIZE,
                     f"{trigger.detail}; {size} characters do not fit: {used} of the "
-                    f"{SERVER_CHARACTER_BUDGET:,}-character budget already used",
+                    f"{SERVER.character_budget:,}-character budget already used",
                     key=trigger.key,
                     message=trigger.message,
                 )

@@ -1,22 +1,26 @@
 """The smart profile: world books with canon, named and semantic retrieval, and a world index (W-1..W-7).
 
 The writer configures nothing but canon and list order; this module decides
-what reaches the model:
+what reaches the model. Every number below is a field of :data:`.rules.SMART`.
 
 1. Canon (W-1) is packed book by book, in list order, into the canon budget
-   (10% of the input window, capped at 4,000 tokens). The first enabled canon
-   entry is always kept; one that does not fit is skipped and later ones are
-   still tried (SPEC §10), and the rest are "canon over budget".
+   (``canon_share_percent`` of the input window, capped at
+   ``canon_cap_tokens``) by :func:`canon_pack`, the one W-1 packing the canon
+   meter uses too. The first enabled canon entry is always kept; one that does
+   not fit is skipped and later ones are still tried (SPEC §10), and the rest
+   are "canon over budget".
 2. Whole book (W-2): a book whose when-relevant entries fit in what canon left
    free travels whole, in list order, in the cache-stable ``relevant`` slot.
 3. Big books (W-3..W-5): entries named by title or alias in the user's last
-   message or the character's last two replies come first (at most 8, at most
-   4 from replies), then entries matched by meaning over the last 6 messages
-   (a :class:`MeaningSearch` port), or list order while a book is not mostly
-   indexed (W-7). At most 5 are injected whole, each trimmed to 800 tokens,
-   within min(2,000, what canon left) tokens. The rest become the world index:
-   at most 12 topics, named-but-unfitted first, plus at most 6 entries linked
-   from the injected text (their title or alias appears in it).
+   message or the character's last ``replies_searched`` replies come first (at
+   most ``max_named``, at most ``max_named_from_replies`` from replies), then
+   entries matched by meaning over the last ``meaning_window`` messages (a
+   :class:`MeaningSearch` port), or list order while a book is not mostly
+   indexed (W-7). At most ``max_full_entries`` are injected whole, each trimmed
+   to ``trim_tokens``, within min(``lore_cap_tokens``, what canon left) tokens.
+   The rest become the world index: at most ``index_topics`` topics,
+   named-but-unfitted first, plus at most ``index_linked`` entries linked from
+   the injected text (their title or alias appears in it).
 4. Disabled entries reach the model by no path (W-6).
 """
 from __future__ import annotations
@@ -24,25 +28,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from .matching import CompileCache, KeyMatcher, KeyPattern, book_set_key
+from .rules import SMART
 from .tokenizers import Tokenizer
 from .values import Book, Entry, Injection, LogRecord, Message, Outcome, Selection, TurnRequest, WorldIndexLine
-
-CANON_SHARE_PERCENT = 10
-CANON_CAP_TOKENS = 4_000
-LORE_CAP_TOKENS = 2_000
-MAX_FULL_ENTRIES = 5
-TRIM_TOKENS = 800
-INDEX_TOPICS = 12
-INDEX_LINKED = 6
-MAX_NAMED = 8
-MAX_NAMED_FROM_REPLIES = 4
-REPLIES_SEARCHED = 2
-MEANING_WINDOW = 6
-DEFAULT_INPUT_WINDOW = 8_192
-INDEX_IDEA_CHARS = 160
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
@@ -61,12 +52,69 @@ class MeaningSearch(Protocol):
 
 def meaning_window(chat: Sequence[Message]) -> list[str]:
     """The texts matched by meaning (W-4): the last messages that say something."""
-    return [m.text for m in chat[-MEANING_WINDOW:] if m.text.strip()]
+    return [m.text for m in chat[-SMART.meaning_window:] if m.text.strip()]
 
 
 def canon_budget(input_window: int | None) -> int:
-    window = input_window or DEFAULT_INPUT_WINDOW
-    return min(CANON_CAP_TOKENS, window * CANON_SHARE_PERCENT // 100)
+    """W-1: the canon budget for a model's input window (the default window when None or 0)."""
+    window = input_window or SMART.default_input_window
+    return min(SMART.canon_cap_tokens, window * SMART.canon_share_percent // 100)
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CanonItem(Generic[_T]):
+    """One canon entry as W-1 packing decided it."""
+
+    entry: _T
+    tokens: int
+    fits: bool  # False = canon over budget: not injected
+    first: bool  # the first canon entry, kept whatever its size
+    used_before: int  # canon tokens already packed when this entry's turn came
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CanonPacking(Generic[_T]):
+    """W-1 packing of a run of canon entries into one budget."""
+
+    budget: int
+    items: tuple[CanonItem[_T], ...]
+
+    @property
+    def used(self) -> int:
+        """Tokens of the canon that is injected."""
+        return sum(item.tokens for item in self.items if item.fits)
+
+    @property
+    def total(self) -> int:
+        """Tokens all of this canon asks for every turn."""
+        return sum(item.tokens for item in self.items)
+
+    @property
+    def free(self) -> int:
+        """What canon leaves of its budget (W-2, W-5)."""
+        return max(0, self.budget - self.used)
+
+
+def canon_pack(entries: Sequence[_T], *, budget: int, tokens: Callable[[_T], int]) -> CanonPacking[_T]:
+    """W-1: pack canon entries, already in packing order (book by book, list order), into ``budget``.
+
+    The first entry is always kept, even alone over the budget; an entry that
+    does not fit is skipped and later ones are still tried (SPEC §10). The
+    caller picks which entries are canon (enabled canon of live books).
+    """
+    items: list[CanonItem[_T]] = []
+    used = 0
+    for entry in entries:
+        size = tokens(entry)
+        first = not items
+        fits = first or used + size <= budget
+        items.append(CanonItem(entry=entry, tokens=size, fits=fits, first=first, used_before=used))
+        if fits:
+            used += size
+    return CanonPacking(budget=budget, items=tuple(items))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -143,8 +191,8 @@ def index_line(entry: Entry) -> str:
     """One line per topic: its title and a one-sentence idea (W-5)."""
     text = " ".join(entry.content.split())
     sentence = _SENTENCE_END.split(text, maxsplit=1)[0] if text else ""
-    if len(sentence) > INDEX_IDEA_CHARS:
-        sentence = sentence[: INDEX_IDEA_CHARS - 1].rstrip() + "…"
+    if len(sentence) > SMART.index_idea_chars:
+        sentence = sentence[: SMART.index_idea_chars - 1].rstrip() + "…"
     return f"{entry.title} — {sentence}" if sentence else entry.title
 
 
@@ -174,24 +222,22 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
 
     # 1. Canon (W-1).
     budget = canon_budget(request.model.input_window)
-    used = 0
-    first_kept = False
+    canon: list[tuple[Book, Entry, int]] = []
     for book in live_books:
         counted = entry_tokens(book, tokenizer)
-        for entry in book.entries:
-            if not entry.enabled or not (entry.canon or entry.constant):
-                continue
-            tokens = counted[entry.id]
-            if not first_kept or used + tokens <= budget:
-                detail = "first canon entry, always kept" if not first_kept else f"canon, {tokens} tokens"
-                first_kept = True
-                used += tokens
-                inject(book, entry, "canon", entry.content, tokens, stable=True)
-                record(book, entry, Outcome.INJECTED, detail)
-            else:
-                record(book, entry, Outcome.CANON_OVER_BUDGET,
-                       f"{tokens} tokens do not fit: {used} of {budget} canon tokens used")
-    free = max(0, budget - used)
+        canon.extend((book, entry, counted[entry.id]) for entry in book.entries
+                     if entry.enabled and (entry.canon or entry.constant))
+    packing = canon_pack(canon, budget=budget, tokens=lambda found: found[2])
+    for item in packing.items:
+        book, entry, _ = item.entry
+        if item.fits:
+            detail = "first canon entry, always kept" if item.first else f"canon, {item.tokens} tokens"
+            inject(book, entry, "canon", entry.content, item.tokens, stable=True)
+            record(book, entry, Outcome.INJECTED, detail)
+        else:
+            record(book, entry, Outcome.CANON_OVER_BUDGET,
+                   f"{item.tokens} tokens do not fit: {item.used_before} of {budget} canon tokens used")
+    free = packing.free
 
     # 2. Whole books (W-2).
     big: list[Book] = []
@@ -211,7 +257,8 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
 
     world_index: list[WorldIndexLine] = []
     if big:
-        world_index = _big_books(request, tuple(big), min(LORE_CAP_TOKENS, free), tokenizer, meaning, inject, record)
+        lore_budget = min(SMART.lore_cap_tokens, free)
+        world_index = _big_books(request, tuple(big), lore_budget, tokenizer, meaning, inject, record)
 
     request_log = tuple(
         log[(book.id, entry.id)] if (book.id, entry.id) in log
@@ -251,9 +298,9 @@ def _big_books(
     names = _name_matcher(books, candidates)
     chat = request.chat
     user_last = next((i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "user"), None)
-    replies = [i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "assistant"][:REPLIES_SEARCHED]
+    replies = [i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "assistant"][:SMART.replies_searched]
 
-    # W-3: named in the user's last message, then in the character's last two replies.
+    # W-3: named in the user's last message, then in the character's last replies.
     named: list[int] = []
     named_why: dict[int, tuple[str, int]] = {}
     if user_last is not None:
@@ -263,12 +310,12 @@ def _big_books(
     from_replies = 0
     for message_index in replies:
         for index in _named(names.matcher.find_first([chat[message_index].text]), names.owners):
-            if index in named_why or from_replies >= MAX_NAMED_FROM_REPLIES:
+            if index in named_why or from_replies >= SMART.max_named_from_replies:
                 continue
             named.append(index)
             named_why[index] = ("named in the character's reply", message_index)
             from_replies += 1
-    named = named[:MAX_NAMED]
+    named = named[:SMART.max_named]
 
     # W-4 / W-7: meaning when every big book is mostly indexed, else plain list order.
     by_id = {(c.book.id, c.entry.id): i for i, c in enumerate(candidates)}
@@ -278,7 +325,7 @@ def _big_books(
         window = meaning_window(chat)
         entry_book = {c.entry.id: c.book.id for c in candidates}
         ids = meaning.rank(book_ids=[b.id for b in books], messages=window,
-                           limit=MAX_FULL_ENTRIES + INDEX_TOPICS + MAX_NAMED) if window else []
+                           limit=SMART.max_full_entries + SMART.index_topics + SMART.max_named) if window else []
         ranked = [by_id[(entry_book[i], i)] for i in ids if i in entry_book]
         how = "matched by meaning"
     else:
@@ -289,10 +336,10 @@ def _big_books(
     unfitted_named: list[int] = []
     spent = 0
     for index in order:
-        if len(injected) >= MAX_FULL_ENTRIES:
+        if len(injected) >= SMART.max_full_entries:
             break
         candidate = candidates[index]
-        content = trim_to_tokens(candidate.entry.content, TRIM_TOKENS, tokenizer)
+        content = trim_to_tokens(candidate.entry.content, SMART.trim_tokens, tokenizer)
         tokens = tokenizer.count(content)
         if spent + tokens > lore_budget:
             if index in named_why:
@@ -302,18 +349,18 @@ def _big_books(
         injected.append(index)
         inject(candidate.book, candidate.entry, "matched", content, tokens, stable=False)
         why, message = named_why.get(index, (how, None))
-        trimmed = " (trimmed to 800 tokens)" if content != candidate.entry.content else ""
+        trimmed = f" (trimmed to {SMART.trim_tokens} tokens)" if content != candidate.entry.content else ""
         record(candidate.book, candidate.entry, Outcome.INJECTED, why + trimmed, message=message)
 
     # W-5: the world index — unfitted named first, then by rank; plus entries linked from injected text.
     taken = set(injected)
-    topics = [i for i in dict.fromkeys([*unfitted_named, *[i for i in order if i not in taken]])][:INDEX_TOPICS]
+    topics = [i for i in dict.fromkeys([*unfitted_named, *[i for i in order if i not in taken]])][:SMART.index_topics]
     taken.update(topics)
     linked: list[int] = []
     if injected:
         found = names.matcher.find_first([candidates[i].entry.content for i in injected])
         for index in _named(found, names.owners):
-            if index not in taken and len(linked) < INDEX_LINKED:
+            if index not in taken and len(linked) < SMART.index_linked:
                 linked.append(index)
                 taken.add(index)
     lines = []

@@ -10,8 +10,8 @@ Profiles place lore this way:
 
 - classic: every injection in the ``lorebook`` slot, one message each, with its role (C-12).
 - server: always-on entries join the ``system`` part, before or after the
-  persona text by their placement; activated entries go right above the four
-  most recent dialogue turns, before retrieved ``documents`` (S-8).
+  persona text by their placement; activated entries go right above the
+  ``SERVER.recent_turns`` most recent dialogue turns, before retrieved ``documents`` (S-8).
 - smart: ``canon`` and the cache-stable whole book (``relevant``) early, so
   providers can cache the prompt prefix; per-turn ``matched`` lore and the
   ``world_index`` late, next to the history.
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .rules import SERVER
 from .values import Injection, Message, Selection
 
 DEFAULT_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -42,7 +43,6 @@ LORE_SLOTS: dict[str, tuple[str, ...]] = {
     "server": ("system", "history"),
     "smart": ("canon", "relevant", "matched", "world_index"),
 }
-RECENT_TURNS = 4
 
 
 class TemplateError(ValueError):
@@ -77,8 +77,8 @@ def _history_messages(history: Sequence[Message], recent: Sequence[Injection], d
     messages = [PromptMessage(role=m.role, content=m.text, slot="history") for m in history]
     if not recent and not documents:
         return messages
-    # Lore sits above the four most recent turns, then retrieved documents (S-8).
-    cut = max(0, len(messages) - RECENT_TURNS)
+    # Lore sits above the most recent turns, then retrieved documents (S-8).
+    cut = max(0, len(messages) - SERVER.recent_turns)
     inserted = [_lore_message(injection, "recent") for injection in recent]
     if documents:
         inserted.append(PromptMessage(role="system", content=documents, slot="documents"))

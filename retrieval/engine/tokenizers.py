@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .matching import TextCache
+from .rules import SMART
 
 __all__ = [
     "MODEL_REGISTRY",
@@ -232,7 +233,8 @@ MODEL_REGISTRY: tuple[ModelSpec, ...] = (
     ModelSpec(prefix="qwen2.5", family="qwen", tokenizer="qwen3", input_window=32_768),
     ModelSpec(prefix="qwen2", family="qwen", tokenizer="qwen3", input_window=32_768),
 )
-UNKNOWN_MODEL = ModelSpec(prefix="", family="unknown", tokenizer="estimate", input_window=8_192)
+# A model the registry does not know gets the window the smart profile assumes when none is named.
+UNKNOWN_MODEL = ModelSpec(prefix="", family="unknown", tokenizer="estimate", input_window=SMART.default_input_window)
 
 
 def model_lookup(model_id: str | None) -> ModelSpec:

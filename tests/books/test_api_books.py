@@ -117,6 +117,66 @@ def test_canon_meter_endpoint(tenant_a):
     assert missing.status_code == 400 and missing.json()["error"]["rule"] == "W-1"
 
 
+def _meter(tenant, book, **params):
+    query = {"model": "big", "input_window": 40_000, "tokenizer": "ceil-chars-4", **params}  # budget 4,000
+    response = tenant.member_client.get(f"/api/v1/books/{book.pk}/canon-meter", query)
+    assert response.status_code == 200
+    return response.json()
+
+
+@pytest.mark.parametrize(
+    "tokens,heavy,over",
+    [
+        (2_999, False, False),  # one token under three quarters of the budget
+        (3_000, True, False),  # exactly 75 %: heavy
+        (3_730, True, False),  # the seed's case: no warning used to come before the budget broke
+        (4_000, True, False),  # the whole budget, still not over it
+        (4_001, True, True),
+    ],
+)
+def test_canon_meter_warns_when_canon_gets_heavy(tenant_a, tokens, heavy, over):
+    """W-1 (seed): the meter warns when canon "se vuelve pesado", from 75 % of the budget, not only over it."""
+    book = make_book(tenant_a, profile=Profile.SMART)
+    make_entry(book, title="Frame", content="f" * (4 * (tokens - 100)), constant=True)
+    make_entry(book, title="Tone", content="t" * 400, constant=True)  # 100 tokens
+    body = _meter(tenant_a, book)
+    assert (body["tokens"], body["budget"], body["heavy_at"]) == (tokens, 4_000, 3_000)
+    assert (body["heavy"], body["over_budget"]) == (heavy, over)
+    if not heavy:
+        assert body["warning"] is None
+    elif over:
+        assert body["warning"].startswith(f"Canon needs {tokens:,} tokens but this model's canon budget is 4,000")
+        assert [e["fits"] for e in body["entries"]] == [True, False]
+    else:
+        share = tokens * 100 // 4_000
+        assert body["warning"].startswith(
+            f"Canon is getting heavy: {tokens:,} tokens take {share}% of this model's 4,000-token canon budget"
+        )
+        assert "75%" in body["warning"] and "3,000 tokens" in body["warning"]
+        assert [e["fits"] for e in body["entries"]] == [True, True]
+
+
+def test_canon_meter_heavy_threshold_follows_the_budget(tenant_a):
+    book = make_book(tenant_a, profile=Profile.SMART)
+    make_entry(book, title="Frame", content="f" * 2_460, constant=True)  # 615 tokens
+    small = _meter(tenant_a, book, input_window=8_192)  # budget 819: heavy from 614.25, so 615 tokens
+    assert (small["budget"], small["heavy_at"], small["heavy"]) == (819, 615, True)
+    assert "75% of this model's 819-token canon budget" in small["warning"]
+    roomy = _meter(tenant_a, book, input_window=8_210)  # budget 821: heavy from 616
+    assert (roomy["heavy_at"], roomy["heavy"], roomy["warning"]) == (616, False, None)
+    empty = _meter(tenant_a, make_book(tenant_a, profile=Profile.SMART), input_window=5)  # budget 0, no canon
+    assert (empty["tokens"], empty["heavy_at"], empty["heavy"], empty["warning"]) == (0, 0, False, None)
+
+
+def test_canon_meter_schema_names_the_heavy_fields(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    meter = schema["components"]["schemas"]["CanonMeterOut"]
+    assert {"heavy_at", "heavy", "warning"} <= set(meter["required"])
+    assert "75%" in meter["properties"]["heavy_at"]["description"]
+    operation = schema["paths"]["/api/v1/books/{id}/canon-meter"]["get"]
+    assert "75% of the canon budget" in operation["description"]
+
+
 def test_persona_book_creation_by_lineage(tenant_a):
     lineage = lineage_get_or_create(tenant=tenant_a.tenant, key="ada lovelace")
     payload = {"title": "Ada's lore", "profile": "server", "scope": "persona", "lineage": str(lineage.public_id)}

@@ -6,6 +6,7 @@ import pytest
 from books import limits, services
 from books.models import Entry, Profile, Scope
 from lore_platform.errors import LimitExceeded, ValidationFailed
+from retrieval.engine.smart import canon_budget
 from tests.books.factories import (
     SMART_LORE,
     admin_actor,
@@ -302,7 +303,7 @@ def test_one_batch_creates_at_most_500_entries(tenant_a, size, ok):
 
 @pytest.mark.parametrize("window,budget", [(8_000, 800), (39_999, 3_999), (40_000, 4_000), (200_000, 4_000)])
 def test_canon_budget_is_10_percent_capped_at_4000(window, budget):
-    assert limits.canon_budget(window) == budget
+    assert canon_budget(window) == budget
 
 
 # --- the API names field, limit and rule ---------------------------------------------------

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from books import selectors, services
-from books.channels import channel_allows
+from books import services
 from books.models import Entry, Profile, Scope
 from lore_platform.errors import ValidationFailed
+from retrieval.engine.server import server_assemble
+from retrieval.engine.tokenizers import tokenizer_by_name
+from retrieval.engine.values import Channel, Message, TurnRequest
+from retrieval.loading import engine_book
 from tests.books.factories import admin_actor, make_book, make_entry, member_actor, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -16,9 +19,20 @@ def _enabled(book):
     return dict(Entry.objects.for_tenant(book.tenant).filter(book=book).values_list("title", "enabled"))
 
 
-def _live(book, **channel):
+def _live(book, channel_id=None, parent_channel_id=None):
+    """Titles of the entries the live server selection injects here, in list order.
+
+    The factories' entries have no keywords, so every entry that may appear in this
+    channel is always-on (S-4): what is left out is what S-11, S-12, S-13 or W-6 keep out.
+    """
     book.refresh_from_db()
-    return [e.title for e in selectors.book_entries_live(book, **channel)]
+    channel = Channel(id=channel_id, parent=parent_channel_id) if channel_id else None
+    request = TurnRequest(
+        profile="server", books=(engine_book(book),), chat=(Message(role="user", text="hello"),), channel=channel
+    )
+    injected = {i.entry for i in server_assemble(request, tokenizer=tokenizer_by_name("ceil-chars-4")).injections}
+    entries = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
+    return [entry.title for entry in entries if str(entry.pk) in injected]
 
 
 def test_toggle_off_removes_every_entry_and_on_restores_them_as_they_were(tenant_a):
@@ -56,21 +70,6 @@ def test_toggle_through_the_api_shows_live_flags(tenant_a):
 
 
 # --- channels (S-11) -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "restriction,channel,parent,allowed",
-    [
-        ([], "123", None, True),  # empty = all channels
-        (["123"], "123", None, True),
-        (["123"], "456", None, False),
-        (["123"], "thread-9", "123", True),  # a thread follows its parent
-        (["123"], "123", "456", False),  # … even when the thread's own id is listed
-        (["123"], None, None, False),
-    ],
-)
-def test_channel_allows(restriction, channel, parent, allowed):
-    assert channel_allows(restriction, channel_id=channel, parent_channel_id=parent) is allowed
 
 
 def test_server_wide_restriction_belongs_to_the_collection(tenant_a):

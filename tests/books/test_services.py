@@ -202,6 +202,29 @@ def test_canon_meter_uses_the_models_tokenizer_and_window(tenant_a):
     assert meter.tokens == tokenizer_for("gpt-4").count(text) and not meter.tokens_are_estimate
 
 
+def test_canon_meter_packs_as_the_live_selection_does(tenant_a):
+    """W-1 in one place: the meter's "fits" is what the smart turn injects as canon."""
+    from retrieval.engine.smart import smart_assemble
+    from retrieval.engine.tokenizers import tokenizer_by_name
+    from retrieval.engine.values import Message, Model, TurnRequest
+    from retrieval.loading import engine_book
+
+    book = make_book(tenant_a, profile=Profile.SMART)
+    for title, chars in (("Frame", 2_000), ("Magic", 1_600), ("Off", 400), ("Tone", 400), ("Coda", 800)):
+        make_entry(book, title=title, content="c" * chars, constant=True, enabled=title != "Off")
+    make_entry(book, title="Relevant", content="r" * 400)
+    meter = selectors.book_canon_meter(book=book, input_window=8_000, tokenizer="ceil-chars-4")
+    request = TurnRequest(
+        profile="smart", books=(engine_book(book),), chat=(Message(role="user", text="Hi."),),
+        model=Model(tokenizer="ceil-chars-4", input_window=8_000),
+    )
+    selection = smart_assemble(request, tokenizer=tokenizer_by_name("ceil-chars-4"))
+    canon = [i for i in selection.injections if i.slot == "canon"]
+    assert [str(line.entry_id) for line in meter.entries if line.fits] == [i.entry for i in canon]
+    assert meter.injected_tokens == sum(i.tokens for i in canon) == 800
+    assert [line.title for line in meter.entries if not line.fits] == ["Magic"]
+
+
 def test_canon_meter_needs_an_input_window_for_unknown_models(tenant_a):
     book = make_book(tenant_a, profile=Profile.SMART)
     with pytest.raises(ValidationFailed) as exc_info:

@@ -5,9 +5,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from retrieval.engine.rules import SMART
 from retrieval.engine.smart import (
-    CANON_CAP_TOKENS,
     canon_budget,
+    canon_pack,
     index_line,
     smart_assemble,
     trim_to_tokens,
@@ -57,7 +58,26 @@ def outcome(selection, entry: str) -> str:
 @pytest.mark.parametrize("window, budget", [(2000, 200), (39_990, 3999), (40_000, 4000), (1_000_000, 4000)])
 def test_canon_budget_is_ten_percent_capped_at_4000(window, budget):
     assert canon_budget(window) == budget
-    assert canon_budget(window) <= CANON_CAP_TOKENS
+    assert canon_budget(window) <= SMART.canon_cap_tokens
+
+
+def test_canon_pack_keeps_the_first_skips_what_does_not_fit_and_tries_later_ones():
+    packing = canon_pack([300, 150, 60, 40, 10], budget=200, tokens=lambda size: size)
+    assert [(i.entry, i.fits, i.first, i.used_before) for i in packing.items] == [
+        (300, True, True, 0), (150, False, False, 300), (60, False, False, 300), (40, False, False, 300),
+        (10, False, False, 300),
+    ]
+    packing = canon_pack([150, 60, 40, 10], budget=200, tokens=lambda size: size)
+    assert [i.fits for i in packing.items] == [True, False, True, True]
+    assert (packing.used, packing.total, packing.free) == (200, 260, 0)
+    empty = canon_pack([], budget=200, tokens=lambda size: size)
+    assert (empty.items, empty.used, empty.free) == ((), 0, 200)
+
+
+@pytest.mark.parametrize("budget, heavy_at", [(4_000, 3_000), (819, 615), (800, 600), (1, 1), (0, 0)])
+def test_canon_is_heavy_from_three_quarters_of_the_budget_rounded_up(budget, heavy_at):
+    assert SMART.canon_heavy_percent == 75
+    assert SMART.canon_heavy_at(budget) == heavy_at
 
 
 def test_canon_fits_exactly_at_budget_and_not_one_token_over():

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from ..tokenizers import Tokenizer
+from ..rules import SILLYTAVERN
+from ..tokenizers import UNKNOWN_MODEL, Tokenizer
 from ..values import Book, Injection, LogRecord, Outcome, Role, Selection, TimedState, TurnRequest
 from .cases import chat_for_world_info
 from .entries import WorldInfoBooks, WorldInfoSettings
@@ -21,10 +22,6 @@ from .placement import PlacedEntry
 from .scan import CompileCache, ScanRequest, scan_world_info
 from .timed_effects import TimedEffectsState
 
-# SillyTavern's shipped defaults where a book says nothing (default/settings.json).
-DEFAULT_DEPTH = 2
-DEFAULT_BUDGET_PERCENT = 25
-DEFAULT_INPUT_WINDOW = 8_192
 ROLE_NAMES: dict[int, Role] = {0: "system", 1: "user", 2: "assistant"}
 
 _compiled = CompileCache(max_size=64)
@@ -36,8 +33,8 @@ def settings_for(books: Sequence[Book]) -> WorldInfoSettings:
     depths = [s.scan_depth for s in settings if s.scan_depth is not None]
     budgets = [s.token_budget for s in settings if s.token_budget]
     return WorldInfoSettings(
-        depth=max(depths) if depths else DEFAULT_DEPTH,
-        budget=DEFAULT_BUDGET_PERCENT if not budgets else 100,
+        depth=max(depths) if depths else SILLYTAVERN.default_scan_depth,
+        budget=SILLYTAVERN.default_budget_percent if not budgets else 100,
         budget_cap=max(budgets) if budgets else 0,
         recursive=any(s.recursive for s in settings),
         case_sensitive=all(s.case_sensitive for s in settings) if settings else False,
@@ -66,7 +63,7 @@ def sillytavern_assemble(request: TurnRequest, *, tokenizer: Tokenizer) -> Selec
     ]
     scan = ScanRequest(
         chat=chat_for_world_info(messages, include_names=settings.include_names, user_name=names.user),
-        max_context=request.model.input_window or DEFAULT_INPUT_WINDOW,
+        max_context=request.model.input_window or UNKNOWN_MODEL.input_window,
         dry_run=request.dry_run,
     )
     stored = request.state.sillytavern
