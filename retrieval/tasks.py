@@ -11,19 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, InterfaceError, OperationalError
-
-from lore_platform.celery import app
-
-TRANSIENT_ERRORS = (OperationalError, InterfaceError, IntegrityError)
-_RETRY: dict[str, Any] = {
-    "acks_late": True,
-    "autoretry_for": TRANSIENT_ERRORS,
-    "retry_backoff": 2,
-    "retry_backoff_max": 120,
-    "retry_jitter": True,
-    "max_retries": 6,
-}
+from lore_platform.celery import TASK_RETRY, app
 
 
 def _summary(report: Any) -> dict[str, int]:
@@ -37,7 +25,7 @@ def _summary(report: Any) -> dict[str, int]:
     }
 
 
-@app.task(name="retrieval.index_entries", **_RETRY)
+@app.task(name="retrieval.index_entries", **TASK_RETRY)
 def index_entries(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     """Bring these entries' vectors up to date."""
     from retrieval.indexing import entries_index
@@ -45,7 +33,7 @@ def index_entries(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     return _summary(entries_index(tenant=tenant_id, entry_ids=entry_ids))
 
 
-@app.task(name="retrieval.reindex_book", **_RETRY)
+@app.task(name="retrieval.reindex_book", **TASK_RETRY)
 def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
     """Bring every entry of a book up to date (embeds only stale ones)."""
     from retrieval.indexing import book_reindex
@@ -53,7 +41,7 @@ def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
     return _summary(book_reindex(book_id, tenant=tenant_id))
 
 
-@app.task(name="retrieval.index_pending_sweep", **_RETRY)
+@app.task(name="retrieval.index_pending_sweep", **TASK_RETRY)
 def index_pending_sweep() -> int:
     """Periodic safety net (celery beat): schedule entries left pending or stale."""
     from retrieval.indexing import entries_pending_sweep
