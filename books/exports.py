@@ -46,6 +46,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from books.access import book_can_read, books_visible_to
+from books.fields import ENTRY_FIELDS
 from books.formats import (
     EXPORT_FORMATS,
     BookSettings,
@@ -100,28 +101,18 @@ def backup_max_bytes() -> int:
 
 
 def _entry_as_imported(entry: Entry) -> ImportedEntry:
-    return ImportedEntry(
-        title=entry.title,
-        content=entry.content,
-        keys=tuple(entry.keys or ()),
-        secondary_keys=tuple(entry.secondary_keys or ()),
-        secondary_logic=entry.secondary_logic,
-        selective=entry.selective,
-        constant=entry.constant,
-        enabled=entry.enabled,
-        order=entry.order,
-        priority=entry.priority,
-        probability=entry.probability,
-        scan_depth=entry.scan_depth,
-        case_sensitive=entry.case_sensitive,
-        whole_words=entry.whole_words,
-        role=entry.role,
-        placement=entry.placement,
-        channels=tuple(entry.channels or ()),
-        unresolved_channels=tuple(entry.unresolved_channels or ()),
-        position=entry.position,
-        extra=entry.extra or {},
-    )
+    """Every field a file carries (``books.fields.ENTRY_FILE_FIELDS``), JSON lists as tuples."""
+    values: dict[str, Any] = {}
+    for item in ENTRY_FIELDS:
+        if item.kind == "state":
+            continue
+        value = getattr(entry, item.name)
+        if item.type is list:
+            value = tuple(value or ())
+        elif item.type is dict:
+            value = value or {}
+        values[item.name] = value
+    return ImportedEntry(**values)
 
 
 def _collection(book: Book) -> CollectionState:
