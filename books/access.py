@@ -1,15 +1,21 @@
-"""Who may read or edit a book: the one place that decides it.
+"""Who may read or edit a book of the actor's own tenant: the one place that decides it.
 
-- A user's own book: the owner reads and edits it (W-9).
+- A user's own book: the owner reads and edits it (W-9); private books of
+  other users are invisible.
 - A tenant-owned book (server-wide collection, persona lineage book): every
   member reads it, only tenant admins edit it (S-1).
-- Anyone else reads only what sharing allows. Until sharing lands that is
-  nothing but a non-private book of the same tenant; other tenants' books are
-  invisible here (cross-tenant reads belong to ``sharing/selectors.py``).
+- A user's non-private (``unlisted`` or ``public``) book: every member of the
+  tenant reads it; only its owner edits it.
+- Every read needs a key (or session) that may read; every edit one with the
+  write scope.
+
+Nothing here crosses tenants: another tenant's book is NotFound. Reading other
+tenants' public and unlisted books (the library, links, attachments) is
+``sharing/selectors.py``'s job, which reuses ``book_can_read``/``book_can_edit``
+for the actor's own tenant.
 
 A book the actor may not read does not exist for them (NotFound, P-3). A book
 they may read but not edit answers PermissionDenied: they can see it anyway.
-Editing also needs a key with the write scope.
 """
 from __future__ import annotations
 

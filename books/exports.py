@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 
 from books.access import book_can_read
+from books.fields import ENTRY_FIELDS
 from books.formats import (
     EXPORT_FORMATS,
     BookSettings,
@@ -72,29 +74,18 @@ def backup_max_bytes() -> int:
 
 
 def entry_as_imported(entry: Entry) -> ImportedEntry:
-    """One entry row as the format-neutral value the writers take (every field, ``extra`` too)."""
-    return ImportedEntry(
-        title=entry.title,
-        content=entry.content,
-        keys=tuple(entry.keys or ()),
-        secondary_keys=tuple(entry.secondary_keys or ()),
-        secondary_logic=entry.secondary_logic,
-        selective=entry.selective,
-        constant=entry.constant,
-        enabled=entry.enabled,
-        order=entry.order,
-        priority=entry.priority,
-        probability=entry.probability,
-        scan_depth=entry.scan_depth,
-        case_sensitive=entry.case_sensitive,
-        whole_words=entry.whole_words,
-        role=entry.role,
-        placement=entry.placement,
-        channels=tuple(entry.channels or ()),
-        unresolved_channels=tuple(entry.unresolved_channels or ()),
-        position=entry.position,
-        extra=entry.extra or {},
-    )
+    """Every field a file carries (``books.fields.ENTRY_FILE_FIELDS``), JSON lists as tuples."""
+    values: dict[str, Any] = {}
+    for item in ENTRY_FIELDS:
+        if item.kind == "state":
+            continue
+        value = getattr(entry, item.name)
+        if item.type is list:
+            value = tuple(value or ())
+        elif item.type is dict:
+            value = value or {}
+        values[item.name] = value
+    return ImportedEntry(**values)
 
 
 def _collection(book: Book) -> CollectionState:

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# ENTRY_LORE_FIELDS is re-exported here for the modules that read it with the models.
+from books.fields import ENTRY_LORE_FIELDS, entry_model_default  # noqa: F401
 from lore_platform.tenancy.models import Tenant
 from lore_platform.tenancy.scoping import TenantScopedManager
 
@@ -159,27 +161,6 @@ def content_hash(title: str, content: str, keys: list[str]) -> str:
     return digest.hexdigest()
 
 
-# An entry's lore and activation settings: what imports write, copies take and exports read.
-ENTRY_LORE_FIELDS: tuple[str, ...] = (
-    "title",
-    "content",
-    "keys",
-    "secondary_keys",
-    "secondary_logic",
-    "selective",
-    "constant",
-    "enabled",
-    "order",
-    "priority",
-    "probability",
-    "scan_depth",
-    "case_sensitive",
-    "whole_words",
-    "role",
-    "placement",
-)
-
-
 class Entry(models.Model):
     """One piece of lore. A superset of fields; each profile reads its own."""
 
@@ -187,40 +168,45 @@ class Entry(models.Model):
     book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="entries")
 
     # Display name / comment in classic: sorts the editor, never sent to the model (C-9).
-    title = models.CharField(max_length=200, blank=True, default="")
-    content = models.TextField(blank=True, default="")
+    title = models.CharField(max_length=200, blank=True, default=entry_model_default("title"))
+    content = models.TextField(blank=True, default=entry_model_default("content"))
     # Trigger keys; in smart they are aliases.
-    keys = models.JSONField(default=list, blank=True)
-    secondary_keys = models.JSONField(default=list, blank=True)
-    secondary_logic = models.CharField(max_length=8, choices=SecondaryLogic.choices, default=SecondaryLogic.AND_ANY)
-    selective = models.BooleanField(default=True)
+    keys = models.JSONField(default=entry_model_default("keys"), blank=True)
+    secondary_keys = models.JSONField(default=entry_model_default("secondary_keys"), blank=True)
+    secondary_logic = models.CharField(
+        max_length=8, choices=SecondaryLogic.choices, default=entry_model_default("secondary_logic")
+    )
+    selective = models.BooleanField(default=entry_model_default("selective"))
 
     # Constant in classic/server; canon in smart.
-    constant = models.BooleanField(default=False)
-    enabled = models.BooleanField(default=True)
-    order = models.IntegerField(default=100)
-    priority = models.IntegerField(default=0)
+    constant = models.BooleanField(default=entry_model_default("constant"))
+    enabled = models.BooleanField(default=entry_model_default("enabled"))
+    order = models.IntegerField(default=entry_model_default("order"))
+    # Default 10, like the engine, SillyTavern-less imports and Chub's exports (books.fields says why).
+    priority = models.IntegerField(default=entry_model_default("priority"))
     probability = models.PositiveSmallIntegerField(null=True, blank=True)  # null = 100 (S-6)
     scan_depth = models.PositiveSmallIntegerField(null=True, blank=True)
     case_sensitive = models.BooleanField(null=True, blank=True)
     whole_words = models.BooleanField(null=True, blank=True)
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.SYSTEM)
-    placement = models.CharField(max_length=16, choices=Placement.choices, default=Placement.AFTER_PERSONA)
+    role = models.CharField(max_length=16, choices=Role.choices, default=entry_model_default("role"))
+    placement = models.CharField(max_length=16, choices=Placement.choices, default=entry_model_default("placement"))
 
     # Persona books: per-entry channel restriction (S-11); empty = all channels.
-    channels = models.JSONField(default=list, blank=True)
+    channels = models.JSONField(default=entry_model_default("channels"), blank=True)
     # Legacy `#channel` names not yet resolved by an admin (S-13).
-    unresolved_channels = models.JSONField(default=list, blank=True)
+    unresolved_channels = models.JSONField(default=entry_model_default("unresolved_channels"), blank=True)
 
     # Editor list order (smart "list order", W-1).
-    position = models.IntegerField(default=0)
-    usage_count = models.PositiveIntegerField(default=0)
+    position = models.IntegerField(default=entry_model_default("position"))
+    usage_count = models.PositiveIntegerField(default=entry_model_default("usage_count"))
     last_used_at = models.DateTimeField(null=True, blank=True)
 
-    indexing_state = models.CharField(max_length=16, choices=IndexingState.choices, default=IndexingState.PENDING)
-    content_hash = models.CharField(max_length=64, blank=True, default="")
+    indexing_state = models.CharField(
+        max_length=16, choices=IndexingState.choices, default=entry_model_default("indexing_state")
+    )
+    content_hash = models.CharField(max_length=64, blank=True, default=entry_model_default("content_hash"))
     # Imported fields we do not model, kept for lossless export.
-    extra = models.JSONField(default=dict, blank=True)
+    extra = models.JSONField(default=entry_model_default("extra"), blank=True)
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

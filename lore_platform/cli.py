@@ -1,7 +1,7 @@
 """The ``loreweave`` command.
 
-Subcommands are imported lazily so the engine commands (``assemble``) start
-without Django.
+Subcommands are imported lazily, on first use, so ``loreweave --help`` and the
+engine commands (``assemble``, ``eval-retrieval``) start without Django.
 """
 from __future__ import annotations
 
@@ -9,10 +9,18 @@ import sys
 from collections.abc import Callable
 from importlib import import_module
 
-USAGE = """usage: loreweave COMMAND [ARGS]
+USAGE = """usage: loreweave COMMAND [ARGS]   (loreweave COMMAND --help for its arguments)
 
 commands:
-  assemble CASE.json|-   run the retrieval engine on a case and print the result JSON
+  assemble CASE.json|-       run one conformance case through the retrieval engine; prints the result JSON
+  inspect FILE|-             print the receipt of importing FILE into a new book (nothing is written)
+  convert FILE|- --to FORMAT -o OUT|-
+                             convert a lore file to another format (SillyTavern world info, cards, native …)
+  eval-retrieval DATASET.json [MORE.json ...]
+                             score cross-lingual retrieval on labelled sets; prints JSON
+
+Exit codes: 0 done, 1 internal/engine failure, 2 unusable input or arguments (errors are JSON on stderr,
+except eval-retrieval's one-line message).
 """
 
 COMMANDS: dict[str, str] = {

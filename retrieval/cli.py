@@ -19,7 +19,15 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-USAGE = "usage: loreweave assemble CASE.json | loreweave assemble - (case JSON on stdin)\n"
+USAGE = (
+    "usage: loreweave assemble CASE.json | loreweave assemble -   (case JSON on stdin)\n"
+    "\n"
+    "Runs one case through the retrieval engine and prints the result JSON on stdout.\n"
+    "A native case names a 'profile' (classic, server, smart); a SillyTavern case has\n"
+    "top-level 'entries' and 'world_info_*' settings.\n"
+    "Exit 0 = result printed; 2 = the case cannot be read (not a file, not UTF-8 JSON,\n"
+    "not a case); 1 = the engine failed. Errors are one JSON object on stderr.\n"
+)
 EXIT_OK = 0
 EXIT_ENGINE = 1
 EXIT_UNREADABLE = 2

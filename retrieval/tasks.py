@@ -11,20 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, InterfaceError, OperationalError
-
 from books.events import ENTRIES_CHANGED
-from lore_platform.celery import app
-
-TRANSIENT_ERRORS = (OperationalError, InterfaceError, IntegrityError)
-_RETRY: dict[str, Any] = {
-    "acks_late": True,
-    "autoretry_for": TRANSIENT_ERRORS,
-    "retry_backoff": 2,
-    "retry_backoff_max": 120,
-    "retry_jitter": True,
-    "max_retries": 6,
-}
+from lore_platform.celery import TASK_RETRY, app
 
 
 def _summary(report: Any) -> dict[str, int]:
@@ -38,7 +26,7 @@ def _summary(report: Any) -> dict[str, int]:
     }
 
 
-@app.task(name="retrieval.index_entries", **_RETRY)
+@app.task(name="retrieval.index_entries", **TASK_RETRY)
 def index_entries(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     """Bring these entries' vectors up to date."""
     from retrieval.indexing import entries_index
@@ -46,7 +34,7 @@ def index_entries(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     return _summary(entries_index(tenant=tenant_id, entry_ids=entry_ids))
 
 
-@app.task(name=ENTRIES_CHANGED, **_RETRY)
+@app.task(name=ENTRIES_CHANGED, **TASK_RETRY)
 def entries_changed(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     """Entries changed what they embed (published by ``books.events`` after the write's commit)."""
     from retrieval.indexing import entries_index
@@ -54,7 +42,7 @@ def entries_changed(tenant_id: int, entry_ids: list[int]) -> dict[str, int]:
     return _summary(entries_index(tenant=tenant_id, entry_ids=entry_ids))
 
 
-@app.task(name="retrieval.reindex_book", **_RETRY)
+@app.task(name="retrieval.reindex_book", **TASK_RETRY)
 def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
     """Bring every entry of a book up to date (embeds only stale ones)."""
     from retrieval.indexing import book_reindex
@@ -62,7 +50,7 @@ def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
     return _summary(book_reindex(book_id, tenant=tenant_id))
 
 
-@app.task(name="retrieval.index_pending_sweep", **_RETRY)
+@app.task(name="retrieval.index_pending_sweep", **TASK_RETRY)
 def index_pending_sweep() -> int:
     """Periodic safety net (celery beat): schedule entries left pending or stale."""
     from retrieval.indexing import entries_pending_sweep

@@ -11,6 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books.access import book_can_edit
+from books.fields import entry_field_help
 from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic
 from retrieval.engine.rules import SERVER, SMART
 
@@ -163,40 +164,46 @@ class CanonMeterParams(serializers.Serializer):
 
 
 class EntryIn(serializers.Serializer):
-    title = serializers.CharField(
-        required=False, allow_blank=True, help_text="World books 2–100 (W-12); others ≤200 (display name, C-9)."
-    )
+    """Entry fields a create or an update may send; help texts (with defaults) come from ``books.fields``.
+
+    No field has an input default: the same shape changes an entry, where a
+    missing field means "leave it". A new entry gets ``books.fields``'s defaults
+    from the model.
+    """
+
+    title = serializers.CharField(required=False, allow_blank=True, help_text=entry_field_help("title"))
     content = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        help_text=f"World books 20–20,000 characters (W-12); server books ≤{SERVER.entry_content_chars:,} (S-3).",
+        required=False, allow_blank=True, trim_whitespace=False, help_text=entry_field_help("content")
     )
     keys = serializers.ListField(
-        child=serializers.CharField(allow_blank=True),
-        required=False,
-        help_text="Trigger keys; aliases in world books (≤50 of ≤120 characters).",
+        child=serializers.CharField(allow_blank=True), required=False, help_text=entry_field_help("keys")
     )
-    secondary_keys = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
-    secondary_logic = serializers.ChoiceField(choices=SecondaryLogic.choices, required=False)
-    selective = serializers.BooleanField(required=False)
-    constant = serializers.BooleanField(required=False, help_text="Constant (classic/server) = canon (smart).")
+    secondary_keys = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False, help_text=entry_field_help("secondary_keys")
+    )
+    secondary_logic = serializers.ChoiceField(
+        choices=SecondaryLogic.choices, required=False, help_text=entry_field_help("secondary_logic")
+    )
+    selective = serializers.BooleanField(required=False, help_text=entry_field_help("selective"))
+    constant = serializers.BooleanField(required=False, help_text=entry_field_help("constant"))
     canon = serializers.BooleanField(required=False, help_text="Alias of `constant`.")
-    enabled = serializers.BooleanField(required=False)
-    order = serializers.IntegerField(required=False)
-    priority = serializers.IntegerField(required=False)
-    probability = serializers.IntegerField(required=False, allow_null=True, help_text="0–100; null = 100 (S-6).")
-    scan_depth = serializers.IntegerField(required=False, allow_null=True)
-    case_sensitive = serializers.BooleanField(required=False, allow_null=True)
-    whole_words = serializers.BooleanField(required=False, allow_null=True)
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
-    placement = serializers.ChoiceField(choices=Placement.choices, required=False)
-    channels = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Persona books: channel ids; empty = all. Saving resolves a legacy #channel (S-11, S-13).",
+    enabled = serializers.BooleanField(required=False, help_text=entry_field_help("enabled"))
+    order = serializers.IntegerField(required=False, help_text=entry_field_help("order"))
+    priority = serializers.IntegerField(required=False, help_text=entry_field_help("priority"))
+    probability = serializers.IntegerField(required=False, allow_null=True, help_text=entry_field_help("probability"))
+    scan_depth = serializers.IntegerField(required=False, allow_null=True, help_text=entry_field_help("scan_depth"))
+    case_sensitive = serializers.BooleanField(
+        required=False, allow_null=True, help_text=entry_field_help("case_sensitive")
     )
-    extra = serializers.DictField(required=False)
+    whole_words = serializers.BooleanField(required=False, allow_null=True, help_text=entry_field_help("whole_words"))
+    role = serializers.ChoiceField(choices=Role.choices, required=False, help_text=entry_field_help("role"))
+    placement = serializers.ChoiceField(
+        choices=Placement.choices, required=False, help_text=entry_field_help("placement")
+    )
+    channels = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text=entry_field_help("channels")
+    )
+    extra = serializers.DictField(required=False, help_text=entry_field_help("extra"))
 
 
 class EntryListParams(serializers.Serializer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from books.fields import DEFAULT_PRIORITY
 from books.formats.jsonio import as_bool, as_int, as_keys, as_object, as_text, refuse, type_name
 from books.formats.model import ImportedBook, ImportedEntry
 
@@ -39,7 +40,7 @@ def read_memory_book(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedB
                 keys=as_keys(item.get("keywords"), f"{path}.keywords"),
                 selective=False,
                 enabled=as_bool(item.get("enabled"), f"{path}.enabled", True),
-                priority=as_int(item.get("priority"), f"{path}.priority", 0),
+                priority=as_int(item.get("priority"), f"{path}.priority", DEFAULT_PRIORITY),
                 order=as_int(item.get("weight"), f"{path}.weight", 100),
                 position=i,
                 extra={NAMESPACE: kept} if kept else {},

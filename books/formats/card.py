@@ -30,6 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from books.fields import DEFAULT_PRIORITY
 from books.formats.jsonio import (
     as_bool,
     as_object,
@@ -452,7 +453,7 @@ def card_entry(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
         "enabled": entry.enabled,
         "position": "after_char" if entry.placement == "after_persona" else "before_char",
     }
-    if entry.priority != 0:
+    if entry.priority != DEFAULT_PRIORITY:
         out["priority"] = entry.priority
     out["extensions"] = extensions
     for name, value in own.items():

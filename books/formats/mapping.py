@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from books.fields import DEFAULT_ORDER, DEFAULT_PRIORITY
 from books.formats.detect import read_book
 from books import limits as book_limits
 from books.formats.limits import FormatLimits, current_limits, entry_cap
@@ -195,13 +196,13 @@ def unsupported_settings(entry: ImportedEntry, profile: str) -> list[str]:
             "case_sensitive": entry.case_sensitive is not None,
             "whole_words": entry.whole_words is not None,
             "role": entry.role != "system",
-            "priority": entry.priority != 0,
-            "order": entry.order != 100,
+            "priority": entry.priority != DEFAULT_PRIORITY,
+            "order": entry.order != DEFAULT_ORDER,
         }
         out.extend(name for name, used in checks.items() if used)
     elif profile == "server":
         checks = {
-            "priority": entry.priority != 0,
+            "priority": entry.priority != DEFAULT_PRIORITY,
             "role": entry.role != "system",
             "case_sensitive": bool(entry.case_sensitive),
         }

@@ -37,11 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from books.fields import ENTRY_DEFAULTS as D
+from books.fields import PLACEMENTS, ROLES, SECONDARY_LOGICS  # noqa: F401 - re-exported for the formats
 from lore_platform.errors import ValidationFailed
-
-SECONDARY_LOGICS = ("and_any", "and_all", "not_any", "not_all")
-ROLES = ("system", "user", "assistant")
-PLACEMENTS = ("before_persona", "after_persona")
 PROFILES = ("classic", "server", "smart", "sillytavern")
 SCOPES = ("personal", "server", "persona")
 VISIBILITIES = ("private", "unlisted", "public")
@@ -57,7 +55,7 @@ CARRIER_KEY = "loreweave"
 
 @dataclass(frozen=True, kw_only=True)
 class ImportedEntry:
-    """One entry, with the field names of ``books.models.Entry``.
+    """One entry, with the field names and defaults of ``books.fields.ENTRY_FIELDS``.
 
     ``position`` is the entry's place in the book's list (0-based, file
     order). ``probability`` ``None`` means 100 % (S-6). ``extra`` holds the
@@ -65,25 +63,25 @@ class ImportedEntry:
     read-only.
     """
 
-    title: str = ""
-    content: str = ""
-    keys: tuple[str, ...] = ()
-    secondary_keys: tuple[str, ...] = ()
-    secondary_logic: str = "and_any"
-    selective: bool = True
-    constant: bool = False
-    enabled: bool = True
-    order: int = 100
-    priority: int = 0
-    probability: int | None = None
-    scan_depth: int | None = None
-    case_sensitive: bool | None = None
-    whole_words: bool | None = None
-    role: str = "system"
-    placement: str = "after_persona"
-    channels: tuple[str, ...] = ()
-    unresolved_channels: tuple[str, ...] = ()
-    position: int = 0
+    title: str = D["title"]
+    content: str = D["content"]
+    keys: tuple[str, ...] = D["keys"]
+    secondary_keys: tuple[str, ...] = D["secondary_keys"]
+    secondary_logic: str = D["secondary_logic"]
+    selective: bool = D["selective"]
+    constant: bool = D["constant"]
+    enabled: bool = D["enabled"]
+    order: int = D["order"]
+    priority: int = D["priority"]
+    probability: int | None = D["probability"]
+    scan_depth: int | None = D["scan_depth"]
+    case_sensitive: bool | None = D["case_sensitive"]
+    whole_words: bool | None = D["whole_words"]
+    role: str = D["role"]
+    placement: str = D["placement"]
+    channels: tuple[str, ...] = D["channels"]
+    unresolved_channels: tuple[str, ...] = D["unresolved_channels"]
+    position: int = D["position"]
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def extra_ns(self, namespace: str) -> Mapping[str, Any]:

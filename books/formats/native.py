@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from books.fields import ENTRY_DEFAULTS as D
 from books.formats.jsonio import (
     as_bool,
     as_int,
@@ -164,18 +165,20 @@ def _entry(raw: Mapping[str, Any], *, index: int, path: str) -> ImportedEntry:
         content=as_text(raw.get("content"), f"{path}.content"),
         keys=as_keys(raw.get("keys"), f"{path}.keys"),
         secondary_keys=as_keys(raw.get("secondary_keys"), f"{path}.secondary_keys"),
-        secondary_logic=_choice(raw.get("secondary_logic"), f"{path}.secondary_logic", SECONDARY_LOGICS, "and_any"),
-        selective=as_bool(raw.get("selective"), f"{path}.selective", True),
-        constant=as_bool(raw.get("constant"), f"{path}.constant", False),
-        enabled=as_bool(raw.get("enabled"), f"{path}.enabled", True),
-        order=as_int(raw.get("order"), f"{path}.order", 100),
-        priority=as_int(raw.get("priority"), f"{path}.priority", 0),
+        secondary_logic=_choice(
+            raw.get("secondary_logic"), f"{path}.secondary_logic", SECONDARY_LOGICS, D["secondary_logic"]
+        ),
+        selective=as_bool(raw.get("selective"), f"{path}.selective", D["selective"]),
+        constant=as_bool(raw.get("constant"), f"{path}.constant", D["constant"]),
+        enabled=as_bool(raw.get("enabled"), f"{path}.enabled", D["enabled"]),
+        order=as_int(raw.get("order"), f"{path}.order", D["order"]),
+        priority=as_int(raw.get("priority"), f"{path}.priority", D["priority"]),
         probability=as_opt_int(raw.get("probability"), f"{path}.probability", lo=0, hi=100),
         scan_depth=as_opt_int(raw.get("scan_depth"), f"{path}.scan_depth", lo=0, hi=1000),
         case_sensitive=as_opt_bool(raw.get("case_sensitive"), f"{path}.case_sensitive"),
         whole_words=as_opt_bool(raw.get("whole_words"), f"{path}.whole_words"),
-        role=_choice(raw.get("role"), f"{path}.role", ROLES, "system"),
-        placement=_choice(raw.get("placement"), f"{path}.placement", PLACEMENTS, "after_persona"),
+        role=_choice(raw.get("role"), f"{path}.role", ROLES, D["role"]),
+        placement=_choice(raw.get("placement"), f"{path}.placement", PLACEMENTS, D["placement"]),
         channels=_strings(raw.get("channels"), f"{path}.channels"),
         unresolved_channels=_strings(raw.get("unresolved_channels"), f"{path}.unresolved_channels"),
         position=as_int(raw.get("position"), f"{path}.position", index),

@@ -35,6 +35,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from books.fields import DEFAULT_PRIORITY
 from books.formats.jsonio import (
     as_bool,
     as_int,
@@ -416,7 +417,7 @@ def entry_from_st(
         constant=as_bool(get("constant"), f"{path}.constant", False),
         enabled=enabled,
         order=as_int(pick("order"), f"{path}.order", 100),
-        priority=as_int(get("priority"), f"{path}.priority", 0),
+        priority=as_int(get("priority"), f"{path}.priority", DEFAULT_PRIORITY),
         probability=probability,
         scan_depth=as_opt_int(get("scanDepth"), f"{path}.scanDepth", lo=0, hi=MAX_SCAN_DEPTH),
         case_sensitive=as_opt_bool(pick("caseSensitive"), f"{path}.caseSensitive"),
@@ -649,8 +650,8 @@ def st_fields(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
     }
     if "characterFilter" in st:
         out["characterFilter"] = plain_json(st["characterFilter"])
-    if entry.priority != 0:
-        # Not a SillyTavern field (it ignores it); Chub hybrids carry it too.
+    if entry.priority != DEFAULT_PRIORITY:
+        # Not a SillyTavern field (it ignores it); Chub hybrids carry it too. Absent = our default.
         out["priority"] = entry.priority
     return out
 

@@ -98,7 +98,7 @@ def test_bulk_create_failing_mid_write_rolls_back(tenant_a, monkeypatch):
         assert len(entry_ids) == 5
         raise RuntimeError("indexing hook failed")
 
-    monkeypatch.setattr(services, "_entries_content_changed", explode)
+    monkeypatch.setattr(services.versions, "_entries_content_changed", explode)
     with pytest.raises(RuntimeError):
         services.entries_create_bulk(
             actor=member_actor(tenant_a), book=book, entries=[{"content": f"lore {i}"} for i in range(5)]
@@ -114,7 +114,7 @@ def test_bulk_delete_failing_mid_write_rolls_back(tenant_a, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services, "book_version_bump", explode)
+    monkeypatch.setattr(services.versions, "book_version_bump", explode)
     with pytest.raises(RuntimeError):
         services.entries_bulk_delete(actor=member_actor(tenant_a), book=book, entry_ids=_ids(book)[:3])
     assert snapshot(book) == before

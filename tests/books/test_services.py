@@ -84,7 +84,7 @@ def test_usage_is_recorded_without_bumping_the_version(tenant_a):
 
 def test_content_hash_and_indexing_state(tenant_a, monkeypatch):
     calls = []
-    monkeypatch.setattr(services, "_entry_content_changed", lambda entry: calls.append(entry.pk))
+    monkeypatch.setattr(services.versions, "_entry_content_changed", lambda entry: calls.append(entry.pk))
     actor = member_actor(tenant_a)
     book = make_book(tenant_a, profile=Profile.SMART)
     entry = services.entry_create(actor=actor, book=book, title="Varn", content=SMART_LORE, keys=["Varn city"])
@@ -107,7 +107,7 @@ def test_content_hash_and_indexing_state(tenant_a, monkeypatch):
 
 def test_bulk_create_hashes_each_entry(tenant_a, monkeypatch):
     calls = []
-    monkeypatch.setattr(services, "_entries_content_changed", lambda book, ids: calls.extend(ids))
+    monkeypatch.setattr(services.versions, "_entries_content_changed", lambda book, ids: calls.extend(ids))
     book = make_book(tenant_a)
     created = services.entries_create_bulk(
         actor=member_actor(tenant_a), book=book, entries=[{"title": "A", "content": "one"}, {"title": "B"}]
@@ -242,7 +242,7 @@ def _first(book):
 
 def test_enable_changes_reach_the_indexing_hook(tenant_a, monkeypatch):
     calls = []
-    monkeypatch.setattr(services, "_entries_enabled_changed", lambda book, ids: calls.append(sorted(ids)))
+    monkeypatch.setattr(services.versions, "_entries_enabled_changed", lambda book, ids: calls.append(sorted(ids)))
     book = make_book(tenant_a, profile=Profile.SMART)
     on, off = make_entry(book, enabled=True), make_entry(book, enabled=False)
     services.entries_bulk_set_enabled(actor=member_actor(tenant_a), book=book, entry_ids=[on.pk, off.pk], enabled=False)

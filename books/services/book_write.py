@@ -1,0 +1,128 @@
+"""Writes of books: create, update, delete, the collection toggle, persona books."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from books.access import book_can_read
+from books.lineages import lineage_get
+from books.models import Book, Entry, Lineage, Profile, Scope
+from books.services import versions
+from books.services.cleaning import (
+    BOOK_CREATE_FIELDS,
+    BOOK_EDITABLE_FIELDS,
+    _as_bool,
+    _as_choice,
+    _book_clean,
+    _book_rules_check,
+    _fail,
+    _unknown_fields,
+)
+from books.services.positions import _book_lock
+from lore_platform.errors import Conflict, NotFound, PermissionDenied
+from lore_platform.tenancy.actor import Actor
+
+
+def _lineage_resolve(actor: Actor, value: Any) -> Lineage:
+    if isinstance(value, Lineage):
+        if value.tenant_id != actor.tenant.pk:
+            raise NotFound("No such lineage.", field="lineage")
+        return value
+    if isinstance(value, (uuid.UUID, str)):
+        return lineage_get(tenant=actor.tenant, public_id=value)
+    raise _fail("Name the lineage by its id.", "lineage")
+
+
+@transaction.atomic
+def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields: Any) -> Book:
+    """Create a book. Personal books belong to the actor; server-wide and persona books
+    belong to the tenant and only admins create them (S-1)."""
+    if not actor.can_write:
+        raise PermissionDenied("This API key may only read.")
+    _unknown_fields(fields, BOOK_CREATE_FIELDS)
+    profile = _as_choice(profile, "profile", Profile.values)
+    default_scope = Scope.SERVER if profile == Profile.SERVER else Scope.PERSONAL
+    scope = _as_choice(fields.pop("scope", None) or default_scope, "scope", Scope.values)
+    if profile == Profile.SERVER and scope == Scope.PERSONAL:
+        raise _fail("Server lorebooks are server-wide or belong to a persona (S-2).", "scope", "S-2")
+    lineage_value = fields.pop("lineage", None)
+    if scope == Scope.PERSONAL and actor.user is None:
+        raise PermissionDenied("This API key acts for no user, so it cannot own a book.")
+    if scope != Scope.PERSONAL and not actor.is_admin:
+        raise PermissionDenied("Only tenant admins create server-wide and persona books (S-1).", rule="S-1")
+    cleaned = _book_clean({"title": title, **fields})
+
+    book = Book(tenant=actor.tenant, profile=profile, scope=scope, **cleaned)
+    if scope == Scope.PERSONAL:
+        book.owner = actor.user
+
+    if scope == Scope.PERSONA:
+        if lineage_value is None:
+            raise _fail("A persona book names the persona's lineage (S-2).", "lineage", "S-2")
+        book.lineage = _lineage_resolve(actor, lineage_value)
+        if Book.objects.for_tenant(actor.tenant).filter(lineage=book.lineage).exists():
+            raise Conflict("This lineage has its book already; personas of a lineage share one (S-2).",
+                           field="lineage", rule="S-2")
+    elif lineage_value is not None:
+        raise _fail("Only persona books belong to a lineage (S-2).", "lineage", "S-2")
+
+    _book_rules_check(book)
+    book.save()
+    return book
+
+
+@transaction.atomic
+def book_update(*, actor: Actor, book: Book, **fields: Any) -> Book:
+    """Change a book's editable fields; the version is bumped when anything changed."""
+    book = _book_lock(actor, book)
+    _unknown_fields(fields, BOOK_EDITABLE_FIELDS)
+    cleaned = _book_clean(fields)
+    changed = [name for name, value in cleaned.items() if getattr(book, name) != value]
+    if not changed:
+        return book
+    for name in changed:
+        setattr(book, name, cleaned[name])
+    _book_rules_check(book)
+    book.save(update_fields=changed)
+    versions.book_version_bump(book)
+    return book
+
+
+@transaction.atomic
+def book_delete(*, actor: Actor, book: Book) -> None:
+    """Delete a book and its entries. A persona book goes too, though its lineage stays."""
+    book = _book_lock(actor, book)
+    Entry.objects.for_tenant(book.tenant).filter(book=book).delete()
+    Book.objects.for_tenant(book.tenant).filter(pk=book.pk).delete()
+
+
+@transaction.atomic
+def book_set_active(*, actor: Actor, book: Book, active: bool) -> Book:
+    """The collection toggle (S-12): off removes every entry from prompts, on restores them.
+
+    Entries' own ``enabled`` flags are never touched, so re-activating brings
+    back exactly the entries that were enabled before.
+    """
+    book = _book_lock(actor, book)
+    active = _as_bool(active, "active")
+    if book.active != active:
+        book.active = active
+        book.save(update_fields=["active"])
+        versions.book_version_bump(book)
+    return book
+
+
+@transaction.atomic
+def persona_book_get_or_create(*, actor: Actor, lineage: Lineage, title: str = "") -> Book:
+    """The lineage's server persona book, created on first use (S-2)."""
+    lineage = _lineage_resolve(actor, lineage)
+    existing = Book.objects.for_tenant(actor.tenant).filter(lineage=lineage).first()
+    if existing is not None:
+        if not book_can_read(actor, existing):
+            raise NotFound("No such book.", field="book")
+        return existing
+    return book_create(
+        actor=actor, title=title or "Persona lore", profile=Profile.SERVER, scope=Scope.PERSONA, lineage=lineage
+    )

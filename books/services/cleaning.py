@@ -1,0 +1,205 @@
+"""Cleaning: type-check and normalise the fields a write receives, then run ``books.limits``."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from books import limits
+from books.decorators import decorators_read
+from books.models import (
+    ENTRY_LORE_FIELDS,
+    Book,
+    Placement,
+    Profile,
+    Role,
+    Scope,
+    SecondaryLogic,
+    Visibility,
+)
+from lore_platform.errors import ValidationFailed
+
+INT32 = (-(2**31), 2**31 - 1)
+
+BOOK_EDITABLE_FIELDS = frozenset(
+    {
+        "title",
+        "description",
+        "tags",
+        "language",
+        "scan_depth",
+        "token_budget",
+        "recursive",
+        "case_sensitive",
+        "whole_words",
+        "living_world",
+        "channels",
+        "extra",
+    }
+)
+BOOK_CREATE_FIELDS = BOOK_EDITABLE_FIELDS | {"scope", "lineage", "active"}
+
+ENTRY_EDITABLE_FIELDS = frozenset({*ENTRY_LORE_FIELDS, "canon", "channels", "extra"})
+# Only creation paths (import, legacy conversion) may set these.
+ENTRY_CREATE_ONLY_FIELDS = frozenset({"unresolved_channels"})
+
+
+def _fail(message: str, field: str, rule: str | None = None) -> ValidationFailed:
+    return ValidationFailed(message, field=field, rule=rule)
+
+
+def _as_text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise _fail("Must be text.", field)
+    return value
+
+
+def _as_bool(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail("Must be true or false.", field)
+    return value
+
+
+def _as_int(value: Any, field: str, *, nullable: bool = False) -> int | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail("Must be a whole number.", field)
+    if not INT32[0] <= value <= INT32[1]:
+        raise _fail("Number out of range.", field)
+    return value
+
+
+def _as_str_list(value: Any, field: str, *, dedupe: bool = False) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise _fail("Must be a list of text.", field)
+    items: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _fail("Must be text.", f"{field}[{index}]")
+        item = item.strip()
+        if item and not (dedupe and item in items):
+            items.append(item)
+    return items
+
+
+def _as_choice(value: Any, field: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise _fail(f"Must be one of {', '.join(choices)}.", field)
+    return str(value)
+
+
+def _as_dict(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail("Must be a JSON object.", field)
+    return value
+
+
+def _unknown_fields(fields: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise _fail(f"Unknown or read-only field {unknown[0]!r}.", f"{prefix}{unknown[0]}")
+
+
+def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
+    cleaned: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name in ("title", "description", "language"):
+            cleaned[name] = _as_text(value, name).strip()
+        elif name == "tags":
+            cleaned[name] = _as_str_list(value, name, dedupe=True)
+        elif name == "channels":
+            cleaned[name] = _as_str_list(value, name, dedupe=True)
+        elif name in ("scan_depth", "token_budget"):
+            cleaned[name] = _as_int(value, name, nullable=True)
+        elif name in ("recursive", "case_sensitive", "whole_words", "living_world", "active"):
+            cleaned[name] = _as_bool(value, name)
+        elif name == "extra":
+            cleaned[name] = _as_dict(value, name)
+        else:
+            cleaned[name] = value
+    limits.book_fields_check(cleaned)
+    return cleaned
+
+
+def _book_rules_check(book: Book) -> None:
+    """Rules that depend on the whole book (after the change is applied)."""
+    if book.channels and not (book.profile == Profile.SERVER and book.scope == Scope.SERVER):
+        raise _fail(
+            "Channel restrictions on a book are for server-wide collections; persona books restrict each entry (S-11).",
+            "channels",
+            "S-11",
+        )
+    if book.living_world:
+        if book.profile != Profile.SMART:
+            raise _fail("The living world is a world-book feature.", "living_world", "L-1")
+        if book.owner_id is None or book.visibility != Visibility.PRIVATE:
+            raise _fail("The living world needs a private book owned by a user (L-1).", "living_world", "L-1")
+
+
+def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefix: str = "") -> dict[str, Any]:
+    """Type-check, normalise and limit-check entry fields for ``book``'s profile."""
+    allowed = ENTRY_EDITABLE_FIELDS | (ENTRY_CREATE_ONLY_FIELDS if creating else frozenset())
+    _unknown_fields(fields, allowed, prefix)
+    p = prefix
+    cleaned: dict[str, Any] = {}
+    if "canon" in fields:
+        canon = _as_bool(fields["canon"], f"{p}canon")
+        if "constant" in fields and fields["constant"] != canon:
+            raise _fail("`canon` and `constant` name the same flag; send one.", f"{p}canon")
+        cleaned["constant"] = canon
+    for name, value in fields.items():
+        field = f"{p}{name}"
+        if name == "canon":
+            continue
+        if name == "title":
+            cleaned[name] = _as_text(value, field).strip()
+        elif name == "content":
+            cleaned[name] = _as_text(value, field)
+        elif name in ("keys", "secondary_keys"):
+            cleaned[name] = _as_str_list(value, field)
+        elif name in ("channels", "unresolved_channels"):
+            cleaned[name] = _as_str_list(value, field, dedupe=True)
+        elif name in ("selective", "constant", "enabled"):
+            cleaned[name] = _as_bool(value, field)
+        elif name in ("case_sensitive", "whole_words"):
+            cleaned[name] = None if value is None else _as_bool(value, field)
+        elif name in ("order", "priority"):
+            cleaned[name] = _as_int(value, field)
+        elif name in ("probability", "scan_depth"):
+            cleaned[name] = _as_int(value, field, nullable=True)
+        elif name == "secondary_logic":
+            cleaned[name] = _as_choice(value, field, SecondaryLogic.values)
+        elif name == "role":
+            cleaned[name] = _as_choice(value, field, Role.values)
+        elif name == "placement":
+            cleaned[name] = _as_choice(value, field, Placement.values)
+        elif name == "extra":
+            cleaned[name] = _as_dict(value, field)
+    if creating:
+        # Required text is checked even when absent (a world-book entry needs its title and lore).
+        cleaned.setdefault("title", "")
+        cleaned.setdefault("content", "")
+    limits.entry_fields_check(book.profile, cleaned, field_prefix=p)
+    _entry_rules_check(book, cleaned, prefix=p)
+    return cleaned
+
+
+def _entry_rules_check(book: Book, cleaned: Mapping[str, Any], *, prefix: str) -> None:
+    for name in ("channels", "unresolved_channels"):
+        if cleaned.get(name) and not (book.profile == Profile.SERVER and book.scope == Scope.PERSONA):
+            where = (
+                "set them on the collection"
+                if book.scope == Scope.SERVER
+                else "they exist only in server lorebooks"
+            )
+            raise _fail(f"Per-entry channels belong to persona books; {where} (S-11).", f"{prefix}{name}", "S-11")
+    if "content" in cleaned and book.profile == Profile.CLASSIC:
+        report = decorators_read(cleaned["content"])
+        if report.errors:
+            problem = report.errors[0]
+            raise ValidationFailed(
+                f"Line {problem.line}: {problem.message} (C-13).",
+                field=f"{prefix}content",
+                rule="C-13",
+                details={"line": problem.line, "decorator": problem.name},
+            )

@@ -1,0 +1,130 @@
+"""Writes of one entry: create, update, delete, and its place in the list."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.db import transaction
+from django.utils import timezone
+
+from books import limits
+from books.models import Book, Entry
+from books.services import versions
+from books.services.cleaning import _as_choice, _as_int, _entry_clean, _fail
+from books.services.positions import (
+    _book_lock,
+    _book_order,
+    _entries_of,
+    _ids_clean,
+    _next_position,
+    _positions_write,
+)
+from lore_platform.errors import NotFound
+from lore_platform.tenancy.actor import Actor
+
+
+@transaction.atomic
+def entry_create(*, actor: Actor, book: Book, **fields: Any) -> Entry:
+    """Add one entry at the bottom of the list."""
+    book = _book_lock(actor, book)
+    cleaned = _entry_clean(book, fields, creating=True)
+    limits.entry_capacity_check(book, adding=1)
+    now = timezone.now()
+    entry = Entry(
+        tenant=book.tenant, book=book, position=_next_position(book), created_at=now, updated_at=now, **cleaned
+    )
+    versions._entry_stamp(entry)
+    entry.save()
+    versions._entry_content_changed(entry)
+    versions.book_version_bump(book)
+    return entry
+
+
+@transaction.atomic
+def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
+    """Change an entry. Saving channels resolves a legacy `#channel` (S-13)."""
+    book = _book_lock(actor, entry.book)
+    entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
+    entry.book = book
+    cleaned = _entry_clean(book, fields, creating=False)
+    if "channels" in cleaned and entry.unresolved_channels:
+        # An admin saved a channel selection: the legacy name is resolved.
+        cleaned["unresolved_channels"] = []
+    changed = [name for name, value in cleaned.items() if getattr(entry, name) != value]
+    if not changed:
+        return entry
+    for name in changed:
+        setattr(entry, name, cleaned[name])
+    text_changed = versions._entry_stamp(entry)
+    entry.updated_at = timezone.now()
+    entry.save(update_fields=[*changed, "content_hash", "indexing_state", "updated_at"])
+    if text_changed:
+        versions._entry_content_changed(entry)
+    if "enabled" in changed:
+        versions._entries_enabled_changed(book, [entry.pk])
+    versions.book_version_bump(book)
+    return entry
+
+
+@transaction.atomic
+def entry_delete(*, actor: Actor, entry: Entry) -> None:
+    book = _book_lock(actor, entry.book)
+    deleted, _ = Entry.objects.for_tenant(book.tenant).filter(pk=entry.pk, book=book).delete()
+    if not deleted:
+        raise NotFound("No such entry.", field="entry")
+    order = _book_order(book)
+    _positions_write(book, [pk for pk, _ in order], dict(order))
+    versions.book_version_bump(book)
+
+
+MoveTarget = Literal["top", "bottom"]
+
+
+@transaction.atomic
+def entry_move(*, actor: Actor, entry: Entry, position: int | None = None, to: MoveTarget | None = None) -> Entry:
+    """Move an entry to ``position`` (0 = top; past the end = bottom), or ``to`` top/bottom.
+
+    List order decides which canon survives a small model (W-1).
+    """
+    if (position is None) == (to is None):
+        raise _fail("Give either a position or top/bottom.", "position")
+    if to is not None:
+        _as_choice(to, "to", ("top", "bottom"))
+    else:
+        position = _as_int(position, "position")
+        if position is not None and position < 0:
+            raise _fail("Positions start at 0.", "position")
+    book = _book_lock(actor, entry.book)
+    order = _book_order(book)
+    ids = [pk for pk, _ in order]
+    if entry.pk not in ids:
+        raise NotFound("No such entry.", field="entry")
+    ids.remove(entry.pk)
+    target = 0 if to == "top" else len(ids) if to == "bottom" else min(int(position or 0), len(ids))
+    ids.insert(target, entry.pk)
+    if _positions_write(book, ids, dict(order)):
+        versions.book_version_bump(book)
+    entry.position = target
+    return entry
+
+
+@transaction.atomic
+def entries_reorder(*, actor: Actor, book: Book, entry_ids: list[int]) -> list[int]:
+    """Put the named entries in the given order, in the slots they already occupy.
+
+    Other entries keep their places, so reordering a page of the list (or the
+    whole list) is one call. Returns the book's full order of ids.
+    """
+    ids = _ids_clean(entry_ids)
+    if len(ids) != len(entry_ids):
+        raise _fail("An entry is named twice.", "entry_ids")
+    book = _book_lock(actor, book)
+    _entries_of(book, ids)
+    order = _book_order(book)
+    full = [pk for pk, _ in order]
+    named = set(ids)
+    slots = [index for index, pk in enumerate(full) if pk in named]
+    for slot, pk in zip(slots, ids):
+        full[slot] = pk
+    if _positions_write(book, full, dict(order)):
+        versions.book_version_bump(book)
+    return full

@@ -1,0 +1,20 @@
+"""Every indexing and sharing task retries by the one policy in ``lore_platform.celery``."""
+from __future__ import annotations
+
+import retrieval.tasks
+import sharing.tasks
+from lore_platform.celery import TASK_RETRY, TRANSIENT_ERRORS, app
+
+
+def test_every_retrieval_and_sharing_task_uses_the_one_retry_policy() -> None:
+    names = sorted(name for name in app.tasks if name.startswith(("retrieval.", "sharing.")))
+    assert {"retrieval.index_entries", "retrieval.reindex_book", "sharing.book_translate"} <= set(names)
+    for name in names:
+        task = app.tasks[name]
+        assert task.acks_late is True, name
+        assert tuple(task.autoretry_for) == TRANSIENT_ERRORS, name
+        assert (task.retry_backoff, task.retry_backoff_max, task.retry_jitter) == (2, 120, True), name
+        assert task.max_retries == TASK_RETRY["max_retries"] == 6, name
+    # The modules only name the policy; none spells its own.
+    assert retrieval.tasks.index_entries.name == "retrieval.index_entries"
+    assert sharing.tasks.book_translate.name == "sharing.book_translate"
