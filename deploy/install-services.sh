@@ -16,7 +16,10 @@ install -d /etc/loreweave
 
 rsync -a --delete --exclude .venv --exclude var --exclude .git "$SRC/" "$DEST/"
 [ -x "$DEST/.venv/bin/python" ] || python3.11 -m venv "$DEST/.venv"
-"$DEST/.venv/bin/pip" install -q "$DEST"
+# The locked runtime tree (hash-checked), then the package itself: as deploy/Dockerfile does.
+"$DEST/.venv/bin/pip" install -q --require-hashes -r "$DEST/requirements/prod.txt"
+"$DEST/.venv/bin/pip" install -q --no-deps --no-build-isolation "$DEST"
+"$DEST/.venv/bin/pip" check
 
 set -a; . /etc/loreweave/loreweave.env; set +a
 (cd "$DEST" && .venv/bin/python manage.py migrate --noinput && .venv/bin/python manage.py collectstatic --noinput -v0)

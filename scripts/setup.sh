@@ -22,11 +22,15 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install -q --upgrade pip
 fi
 
-# Reinstall only when the dependency list changed.
+# Install the locked dev tree (requirements/dev.txt: every package pinned, hash-checked; refresh
+# with scripts/lock.sh), then the project itself, editable, without resolving anything more.
+# Only when the lock (or the package's metadata) changed since the last install.
 stamp=.venv/.loreweave-installed
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat requirements/dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing dependencies"
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  echo "setup: installing requirements/dev.txt"
+  .venv/bin/python -m pip install -q --require-hashes -r requirements/dev.txt
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+  .venv/bin/python -m pip check
   echo "$want" > "$stamp"
 fi
