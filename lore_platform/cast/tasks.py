@@ -1,11 +1,11 @@
 """Celery tasks of the cast app. They take ids and are idempotent."""
 from __future__ import annotations
 
-from lore_platform.celery import app
+from lore_platform.celery import TASK_RETRY, app
 
 
-@app.task(name="cast.request_usage_sweep", acks_late=True, autoretry_for=(Exception,), retry_backoff=True,
-          max_retries=5)
+# Database hiccups are retried; anything else is a bug, and the next sweep (beat) tries again anyway.
+@app.task(name="cast.request_usage_sweep", **TASK_RETRY)
 def request_usage_sweep() -> int:
     """Count the uses of every request log still waiting (W-11); see cast/usage.py."""
     from lore_platform.cast.usage import SWEEP_BATCH, request_usage_pending_record
@@ -18,7 +18,7 @@ def request_usage_sweep() -> int:
             return total
 
 
-@app.task(name="cast.request_logs_prune", acks_late=True)
+@app.task(name="cast.request_logs_prune", **TASK_RETRY)
 def request_logs_prune() -> int:
     """Delete request logs older than ``REQUEST_LOG_RETENTION_DAYS`` (0, the default: keep them all)."""
     from django.conf import settings

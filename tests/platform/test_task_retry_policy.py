@@ -1,14 +1,16 @@
-"""Every indexing and sharing task retries by the one policy in ``lore_platform.celery``."""
+"""Every task of ours retries by the one policy in ``lore_platform.celery``."""
 from __future__ import annotations
 
+import lore_platform.cast.tasks  # noqa: F401  (registers the cast tasks)
 import retrieval.tasks
 import sharing.tasks
 from lore_platform.celery import TASK_RETRY, TRANSIENT_ERRORS, app
 
 
-def test_every_retrieval_and_sharing_task_uses_the_one_retry_policy() -> None:
-    names = sorted(name for name in app.tasks if name.startswith(("retrieval.", "sharing.")))
-    assert {"retrieval.index_entries", "retrieval.reindex_book", "sharing.book_translate"} <= set(names)
+def test_every_task_uses_the_one_retry_policy() -> None:
+    names = sorted(name for name in app.tasks if name.startswith(("retrieval.", "sharing.", "cast.", "books.")))
+    assert {"retrieval.index_entries", "retrieval.reindex_book", "sharing.book_translate", "cast.request_usage_sweep",
+            "books.entries_changed", "books.shared_book_changed"} <= set(names)
     for name in names:
         task = app.tasks[name]
         assert task.acks_late is True, name
