@@ -34,6 +34,7 @@ from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine import ProfileUnavailableError, assemble
 from retrieval.engine import values as ev
+from retrieval.engine.cases import injection_to_dict, log_record_to_dict
 from retrieval.engine.smart import meaning_window
 from retrieval.engine.templates import TemplateError, prompt_render
 from retrieval.engine.tokenizers import (
@@ -129,36 +130,14 @@ def _id(value: str | None) -> int | str | None:
 
 
 def injection_row(injection: ev.Injection) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "entry": _id(injection.entry),
-        "book": _id(injection.book),
-        "slot": injection.slot,
-        "role": injection.role,
-        "content": injection.content,
-        "tokens": injection.tokens,
-        "label": injection.label,
-        "cache_stable": injection.cache_stable,
-    }
-    if injection.placement is not None:
-        row["placement"] = injection.placement
-    return row
+    """The engine's result shape (``engine.cases``, as the CLI writes it), with integer ids."""
+    return {**injection_to_dict(injection), "entry": _id(injection.entry), "book": _id(injection.book)}
 
 
 def log_row(record: ev.LogRecord) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "entry": _id(record.entry),
-        "book": _id(record.book),
-        "outcome": record.outcome,
-        "detail": record.detail,
-    }
-    if record.key is not None:
-        row["key"] = record.key
-    if record.message is not None:
-        row["message"] = record.message
+    row = {**log_record_to_dict(record), "entry": _id(record.entry), "book": _id(record.book)}
     if record.via_entry is not None:
         row["via_entry"] = _id(record.via_entry)
-    if record.warnings:
-        row["warnings"] = list(record.warnings)
     return row
 
 

@@ -20,6 +20,8 @@ from .values import (
     BookSettings,
     Channel,
     Entry,
+    Injection,
+    LogRecord,
     Message,
     Model,
     Names,
@@ -244,40 +246,46 @@ def request_from_case(
     )
 
 
+def injection_to_dict(injection: Injection) -> dict[str, Any]:
+    """One injection in the result shape (the platform's answer reuses it, with integer ids)."""
+    item: dict[str, Any] = {
+        "entry": injection.entry,
+        "book": injection.book,
+        "slot": injection.slot,
+        "role": injection.role,
+        "content": injection.content,
+        "tokens": injection.tokens,
+        "label": injection.label,
+        "cache_stable": injection.cache_stable,
+    }
+    if injection.placement is not None:
+        item["placement"] = injection.placement
+    return item
+
+
+def log_record_to_dict(record: LogRecord) -> dict[str, Any]:
+    """One request-log record in the result shape; optional fields only when set."""
+    row: dict[str, Any] = {
+        "entry": record.entry,
+        "book": record.book,
+        "outcome": record.outcome,
+        "detail": record.detail,
+    }
+    if record.key is not None:
+        row["key"] = record.key
+    if record.message is not None:
+        row["message"] = record.message
+    if record.via_entry is not None:
+        row["via_entry"] = record.via_entry
+    if record.warnings:
+        row["warnings"] = list(record.warnings)
+    return row
+
+
 def selection_to_dict(selection: Selection) -> dict[str, Any]:
     """The result shape of ``conformance/README.md`` (extra keys are informative)."""
-    injections = []
-    for injection in selection.injections:
-        item: dict[str, Any] = {
-            "entry": injection.entry,
-            "book": injection.book,
-            "slot": injection.slot,
-            "role": injection.role,
-            "content": injection.content,
-            "tokens": injection.tokens,
-            "label": injection.label,
-            "cache_stable": injection.cache_stable,
-        }
-        if injection.placement is not None:
-            item["placement"] = injection.placement
-        injections.append(item)
-    log = []
-    for record in selection.request_log:
-        row: dict[str, Any] = {
-            "entry": record.entry,
-            "book": record.book,
-            "outcome": record.outcome,
-            "detail": record.detail,
-        }
-        if record.key is not None:
-            row["key"] = record.key
-        if record.message is not None:
-            row["message"] = record.message
-        if record.via_entry is not None:
-            row["via_entry"] = record.via_entry
-        if record.warnings:
-            row["warnings"] = list(record.warnings)
-        log.append(row)
+    injections = [injection_to_dict(i) for i in selection.injections]
+    log = [log_record_to_dict(r) for r in selection.request_log]
     result: dict[str, Any] = {
         "injections": injections,
         "world_index": [{"entry": line.entry, "line": line.line} for line in selection.world_index],
