@@ -106,19 +106,36 @@ class TurnAnswer:
     log: LogDetail = "compact"
     request_log_id: int | None = None
 
-    @property
-    def request_log(self) -> tuple[ev.LogRecord, ...]:
+    # Rows built once per answer and shared by the stored log and the body; ``replace()``
+    # passes this same dict on (the copy that carries the request log id reuses them).
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def request_log(self, log: LogDetail | None = None) -> tuple[ev.LogRecord, ...]:
         """The log as answered: compact leaves out entries that were simply not matched."""
         records = self.selection.request_log
-        if self.log == "full":
+        if (log or self.log) == "full":
             return records
-        return tuple(r for r in records if r.outcome != ev.Outcome.NOT_MATCHED)
+        key = "compact_records"
+        if key not in self.memo:
+            self.memo[key] = tuple(r for r in records if r.outcome != ev.Outcome.NOT_MATCHED)
+        return self.memo[key]  # type: ignore[no-any-return]
+
+    def log_rows(self, log: LogDetail | None = None) -> list[dict[str, Any]]:
+        key = f"log_rows:{log or self.log}"
+        if key not in self.memo:
+            self.memo[key] = [log_row(r) for r in self.request_log(log)]
+        return self.memo[key]  # type: ignore[no-any-return]
+
+    def injection_rows(self) -> list[dict[str, Any]]:
+        if "injection_rows" not in self.memo:
+            self.memo["injection_rows"] = [injection_row(i) for i in self.selection.injections]
+        return self.memo["injection_rows"]  # type: ignore[no-any-return]
 
     @property
     def request_log_summary(self) -> LogSummary:
         records = self.selection.request_log
-        not_matched = sum(r.outcome == ev.Outcome.NOT_MATCHED for r in records)
-        return LogSummary(entries=len(records), not_matched=not_matched, not_matched_listed=self.log == "full")
+        listed = len(self.request_log("compact"))
+        return LogSummary(entries=len(records), not_matched=len(records) - listed, not_matched_listed=self.log == "full")
 
 
 # --- rows stored in request logs and answered by the API (ids are integers) ----------------
@@ -315,8 +332,6 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
         Chat.objects.for_tenant(actor.tenant).filter(pk=chat.pk).update(
             timed_state=answer.timed_state, turns=locked["turns"] + 1
         )
-        # What explains the turn is stored as the compact answer said it (C-15).
-        stored = replace(answer, log="compact")
         usage = _usage_of(answer)
         log = RequestLog.objects.create(
             tenant=actor.tenant,
@@ -324,9 +339,10 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
             turn=answer.turn,
             profile=answer.profile,
             model_id=request.model_id or "",
-            injections=[injection_row(i) for i in answer.selection.injections],
+            injections=answer.injection_rows(),
             world_index=[world_index_row(line) for line in answer.selection.world_index],
-            log=[log_row(r) for r in stored.request_log],
+            # What explains the turn is stored as the compact answer says it (C-15).
+            log=answer.log_rows("compact"),
             usage=usage,
             # Nothing injected, nothing to count: the usage sweep never needs to read it.
             usage_recorded_at=None if usage else timezone.now(),

@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books.models import Placement, Profile, Role
-from lore_platform.cast.turns import TurnAnswer, injection_row, log_row, world_index_row
+from lore_platform.cast.turns import TurnAnswer, world_index_row
 
 ID_HELP = "A database id (integer)."
 
@@ -135,10 +135,10 @@ def context_body(answer: TurnAnswer) -> dict[str, Any]:
             "input_window": answer.model.input_window,
         },
         "tokenizer": {"name": selection.tokenizer, "estimate": selection.tokens_estimated},
-        "injections": [injection_row(i) for i in selection.injections],
+        "injections": answer.injection_rows(),
         "world_index": [world_index_row(line) for line in selection.world_index],
         "tools": list(answer.tools),
-        "request_log": [log_row(r) for r in answer.request_log],
+        "request_log": answer.log_rows(),
         "request_log_summary": {
             "entries": summary.entries,
             "not_matched": summary.not_matched,
