@@ -136,6 +136,10 @@ class ReceiptOut(serializers.Serializer):
     card_without_book = serializers.BooleanField()
     changes_nothing = serializers.BooleanField(help_text="A card without a lorebook: nothing was written (I-1).")
     warnings = serializers.ListField(child=serializers.CharField())
+    restored = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Collection settings a native file gave back to the new book (active, channels, tags …; I-6).",
+    )
 
 
 class ImportOut(serializers.Serializer):
