@@ -158,3 +158,33 @@ def test_a_novelai_scenario_imports_its_lorebook() -> None:
         assert a == b
     untitled = read_book(json.dumps({**scenario, "title": ""}).encode(), filename="My Story.scenario")
     assert untitled.name == "My Story"
+
+
+WORLD_FILES = [f for f in corpus_files() if f.startswith("st-worldinfo/")] or ["<corpus missing>"]
+
+
+def _same_meaning(name: str, before: object, after: object) -> bool:
+    """SillyTavern reads these pairs alike; everything else must come back as written."""
+    if name == "role" and before is None:
+        return after == 0  # null role = system
+    if name == "uid" and isinstance(before, str) and before.isdigit():
+        return after == int(before)
+    if name == "key" and isinstance(before, list):
+        return after == [k for k in before if isinstance(k, str) and k.strip()]  # blank keys match nothing
+    if name == "comment" and before == "":
+        return isinstance(after, str)  # an empty name is taken from a Chub ``name`` field
+    return name == "extensions"  # a Chub hybrid's V2 mirror: its settings travel in SillyTavern's own fields
+
+
+@pytest.mark.parametrize("relpath", WORLD_FILES)
+def test_every_sillytavern_field_of_a_real_file_survives_import_and_export(relpath: str) -> None:
+    """Field by field, file → import → export → import → export, explicit defaults included (I-6)."""
+    raw = _raw_st_entries(json.loads(_read(relpath)))
+    book = read_book(_read(relpath))
+    first = _raw_st_entries(json.loads(export_book(book, "sillytavern")))
+    second = _raw_st_entries(json.loads(export_book(read_book(export_book(book, "sillytavern")), "sillytavern")))
+    assert first == second
+    for i, (before, after) in enumerate(zip(raw, first)):
+        for name, value in before.items():
+            if name in after and after[name] != value:
+                assert _same_meaning(name, value, after[name]), (i, name, value, after[name])
