@@ -206,7 +206,8 @@ class BookExportView(TenantAPIView):
         summary="Download a book as a file (I-6)",
         operation_id="books_export",
         description="sillytavern and card-v2 carry entries, activation settings and enabled states but no "
-        "tenant-only state; native also keeps channels and the collection state.",
+        "tenant-only state: whoever reads the book may take them. native also keeps channels and the "
+        "collection state: only the book's owner (admins for tenant-owned books). Server lorebooks: admins (S-1).",
     )
     def get(self, request: Request, book_id: int) -> HttpResponse:
         params = _parse(ExportParams, request.query_params)
