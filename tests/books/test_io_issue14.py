@@ -11,7 +11,6 @@ import pytest
 
 from books.formats import read_book
 from books.models import Book, Profile, Scope
-from lore_platform.cast.services import character_import  # noqa: F401 - keeps the app registry warm
 from sharing.services import book_link_rotate
 from tests.books.factories import make_book, make_entry
 from tests.books.formats.builders import st_entry, world
@@ -175,3 +174,19 @@ def test_the_250_entry_cap_stays_all_or_nothing(tenant_a):
     )
     assert _error(response, 422)["rule"] == "S-14"
     assert not Book.objects.for_tenant(tenant_a.tenant).exists()
+
+
+def test_library_export_permission_matrix(tenant_a, tenant_b, anon_client):
+    """Anonymous, other tenant, member, admin, read-only key: all read; a bad key is 401, never anonymous."""
+    from rest_framework.test import APIClient
+
+    book = shared_book(tenant_a)
+    path = f"/api/v1/library/books/{book.pk}/export"
+    for client in (anon_client, tenant_b.member_client, tenant_b.read_client, tenant_a.admin_client, tenant_a.read_client):
+        assert _export(client, path).status_code == 200
+    bad = APIClient()
+    bad.credentials(HTTP_AUTHORIZATION="Api-Key lw_nope_nope")
+    assert _export(bad, path).status_code == 401
+    # The book's own endpoint: a read-only key of a reader exports too (exporting is a read).
+    assert _export(tenant_a.read_client, f"/api/v1/books/{book.pk}/export").status_code == 200
+    assert _export(anon_client, f"/api/v1/books/{book.pk}/export").status_code == 401
