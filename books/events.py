@@ -36,8 +36,8 @@ def _publish_after_commit(name: str, *args: object) -> None:
 def entries_changed(*, book: Book, entry_ids: Iterable[int]) -> None:
     """Entries of ``book`` changed what they embed or whether they are enabled.
 
-    Only world books are embedded: in them, enabled entries become ``pending``
-    now and are indexed after the surrounding transaction commits, by id.
+    Enabled entries of indexed books (every profile, ``INDEXED_PROFILES``) become
+    ``pending`` now and are indexed after the surrounding transaction commits, by id.
     """
     if book.profile not in INDEXED_PROFILES:
         return

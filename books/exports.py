@@ -9,9 +9,14 @@ world, lineage key). SillyTavern world info and Character Card V2 carry
 activation settings and enabled states but no tenant-only state: the writers
 leave channels and the collection state out (I-6).
 
-Who may export follows S-1: a tenant-owned book (server-wide collection,
-persona book) only a tenant admin; a user's book only its owner. Exporting is
-a read: a read-only key may do it.
+Who may export (I-6, world-books seed: "Exportar" from any book you can
+see): whoever reads a book gets the formats without tenant-only state
+(``READER_FORMATS``: SillyTavern world info, Character Card V2) — a
+member a tenant book or a colleague's shared book, anyone a public book or an
+unlisted one by its link (through ``sharing``). ``native`` carries the
+tenant-only settings, so only who owns the book (its owner; tenant admins for
+tenant-owned books) gets it. ``server`` books stay admin-only in every format
+(S-1). Exporting is a read: a read-only key may do it.
 
 The tenant's full backup and restore sit above every app they save, in
 ``lore_platform.backup``.
@@ -20,7 +25,7 @@ The tenant's full backup and restore sit above every app they save, in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -37,7 +42,7 @@ from books.formats import (
     export_book,
     write_native,
 )
-from books.models import Book, Entry, Lineage
+from books.models import Book, Entry, Lineage, Profile
 from lore_platform.errors import (
     NotFound,
     PermissionDenied,
@@ -103,12 +108,17 @@ def _collection(book: Book) -> CollectionState:
     )
 
 
-def book_as_imported(book: Book, *, with_collection: bool = False) -> ImportedBook:
+def book_as_imported(
+    book: Book, *, with_collection: bool = False, entries: Iterable[Entry] | None = None
+) -> ImportedBook:
     """``book`` and its entries (in list order) as an ``ImportedBook``.
 
     ``with_collection`` adds the tenant-only collection state (native format only).
+    ``entries`` are the rows to write when the caller read them itself (sharing's
+    cross-tenant reads); by default the book's own, in list order.
     """
-    entries = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
+    if entries is None:
+        entries = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
     return ImportedBook(
         name=book.title,
         description=book.description,
@@ -143,15 +153,57 @@ def lineages_native(tenant: Tenant, lineage_ids: Sequence[int] | None = None) ->
 # --- export ---------------------------------------------------------------------------------
 
 
-def book_export_check(actor: Actor, book: Book) -> None:
-    """S-1: tenant-owned books are exported by admins, a user's book by its owner."""
+# Formats that carry no tenant-only state (channels, collection state): any reader may take them (I-6).
+READER_FORMATS = ("sillytavern", "card-v2", "card-v2-png")
+
+
+def export_format_check(to: str) -> None:
+    if to not in EXPORT_FORMATS:
+        raise ValidationFailed(
+            f"Unknown export format {to!r}; expected one of {', '.join(EXPORT_FORMATS)}.", field="format", rule="I-6"
+        )
+
+
+def server_book_export_check(actor: Actor | None, book: Book) -> None:
+    """S-1: only admins export a ``server`` lorebook (import, export and edits are Manage Server's)."""
+    if book.profile == Profile.SERVER and (actor is None or not actor.is_admin):
+        raise PermissionDenied("Only tenant admins export server lorebooks (S-1).", field="book", rule="S-1")
+
+
+def book_export_check(actor: Actor, book: Book, to: str = "sillytavern") -> None:
+    """Whoever reads ``book`` exports it without tenant-only state; ``native`` is its owner's (I-6, S-1)."""
     if not book_can_read(actor, book):
         raise NotFound("No such book.", field="book")
-    if book.owner_id is None:
-        if not actor.is_admin:
-            raise PermissionDenied("Only tenant admins export server-wide and persona books (S-1).", rule="S-1")
-    elif actor.user is None or actor.user.pk != book.owner_id:
-        raise PermissionDenied("Only the book's owner exports it (S-1).", rule="S-1")
+    server_book_export_check(actor, book)
+    if to in READER_FORMATS:
+        return
+    owns = actor.is_admin if book.owner_id is None else actor.user is not None and actor.user.pk == book.owner_id
+    if not owns:
+        raise PermissionDenied(
+            "The native format carries the book's tenant-only settings (channels, collection state); only the "
+            f"book's owner exports it. Readers export {', '.join(READER_FORMATS)} (I-6).",
+            field="format",
+            rule="I-6",
+        )
+
+
+def shared_book_export(*, actor: Actor | None, book: Book, entries: Iterable[Entry], to: str) -> tuple[bytes, str, str]:
+    """A book another tenant shares (already vetted as readable by ``sharing``), in a reader format.
+
+    ``actor`` is ``None`` for an anonymous library reader. Tenant-only settings stay
+    out (I-6); ``server`` lorebooks need an admin (S-1).
+    """
+    export_format_check(to)
+    if to not in READER_FORMATS:
+        raise PermissionDenied(
+            f"A shared book is exported as {', '.join(READER_FORMATS)}; the native format carries its tenant's "
+            "own settings (I-6).",
+            field="format",
+            rule="I-6",
+        )
+    server_book_export_check(actor, book)
+    payload = export_book(book_as_imported(book, entries=entries), to)
+    return payload, CONTENT_TYPES[to], export_filename(book.title, to)
 
 
 def export_filename(title: str, to: str) -> str:
@@ -167,11 +219,8 @@ def book_export(*, actor: Actor, book: Book, to: str) -> tuple[bytes, str, str]:
     enabled states and ``extra``; ``native`` adds the collection state and,
     for a persona book, its lineage (I-6).
     """
-    if to not in EXPORT_FORMATS:
-        raise ValidationFailed(
-            f"Unknown export format {to!r}; expected one of {', '.join(EXPORT_FORMATS)}.", field="format", rule="I-6"
-        )
-    book_export_check(actor, book)
+    export_format_check(to)
+    book_export_check(actor, book, to)
     if to == "native":
         imported = book_as_imported(book, with_collection=True)
         lineages = lineages_native(book.tenant, [book.lineage_id]) if book.lineage_id else ()

@@ -48,10 +48,12 @@ World books (``smart``) are embedded after commit: ``entries_create_bulk``
 marks the new entries pending and publishes ``books.events.ENTRIES_CHANGED``
 after commit, by id.
 
-Tenant-only state is not imported from a file: per-entry channels exist only
-in server persona books (S-11), so they are dropped (and the receipt says so)
-anywhere else; sharing and collection state come back only through a full
-backup restore (``lore_platform.backup.services.tenant_restore``).
+Tenant-only state: per-entry channels exist only in server persona books
+(S-11), so they are dropped (and the receipt says so) anywhere else. A new
+book from a native file takes back its collection state where the new book can
+hold it (``collection_fields``; the receipt's ``restored`` and ``warnings`` say
+what came back and what did not); sharing and ownership come back only through
+a full backup restore (``lore_platform.backup.services.tenant_restore``).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from django.db import transaction
 from books import limits
 from books.access import access_book
 from books.formats import (
+    CollectionState,
     ImportedBook,
     ImportedEntry,
     ImportPlan,
@@ -196,6 +199,43 @@ def entries_as_fields(
     return out
 
 
+def collection_fields(
+    collection: CollectionState, *, profile: str, scope: str, restored: list[str], warnings: list[str]
+) -> dict[str, Any]:
+    """The collection state of a native file that a new book takes back (I-6: a native export is lossless).
+
+    Tags, language and the collection toggle always; collection channels where the
+    new book can hold them (a server-wide collection, S-11); the living world where
+    it is allowed (a private world book, L-1). What cannot come back is named in
+    ``warnings``: sharing (a new book starts private, P-1) and the owner (the
+    importer owns it).
+    """
+    fields: dict[str, Any] = {"tags": list(collection.tags), "language": collection.language}
+    restored.extend(["tags", "language"])
+    fields["active"] = collection.active
+    restored.append("active")
+    if collection.channels:
+        if profile == Profile.SERVER and scope == Scope.SERVER:
+            fields["channels"] = list(collection.channels)
+            restored.append("channels")
+        else:
+            warnings.append(
+                f"collection channels {', '.join(collection.channels)} were not restored: only server-wide "
+                "collections have channels (S-11)"
+            )
+    if collection.living_world:
+        if profile == Profile.SMART and scope == Scope.PERSONAL:
+            fields["living_world"] = True
+            restored.append("living_world")
+        else:
+            warnings.append("the living world was not restored: it belongs to private world books (L-1)")
+    if collection.visibility != "private":
+        warnings.append(
+            f"the file's book was {collection.visibility}; an imported book starts private — share it again (P-1)"
+        )
+    return fields
+
+
 def entries_write(actor: Actor, book: Book, entries: list[dict[str, Any]]) -> list[Entry]:
     """Write through ``entries_create_bulk`` (its own checks, positions, indexing, version) in batches."""
     created: list[Entry] = []
@@ -226,6 +266,7 @@ def _receipt_finish(
     receipt["replaced"] = replaced
     receipt["warnings"] = [*receipt.get("warnings", []), *warnings]
     receipt["changes_nothing"] = bool(receipt.get("card_without_book"))
+    receipt.setdefault("restored", [])
     if book is not None:
         receipt["book"] = {
             **receipt.get("book", {}),
@@ -305,16 +346,17 @@ def book_import_new(
 
         fields: dict[str, Any] = {"description": plan.description, "extra": plain_json(plan.book.extra)}
         fields.update(_settings_fields(plan))
+        restored: list[str] = []
         if imported.collection is not None:
-            # Book metadata travels; tenant-only collection state comes back only by restore.
-            fields["tags"] = list(imported.collection.tags)
-            fields["language"] = imported.collection.language
+            fields.update(collection_fields(imported.collection, profile=profile, scope=scope, restored=restored,
+                                            warnings=warnings))
         if scope == Scope.PERSONA:
             fields["lineage"] = lineage
         book = book_create(actor=actor, title=plan.title, profile=profile, scope=scope, **fields)
         created = entries_write(actor, book, entries)
         book.refresh_from_db()
         receipt = _receipt_finish(plan.receipt, mode="new", book=book, created=created, warnings=warnings)
+        receipt["restored"] = restored
     return ImportResult(book=book, receipt=receipt)
 
 

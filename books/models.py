@@ -44,8 +44,10 @@ class Profile(models.TextChoices):
     SILLYTAVERN = "sillytavern", "SillyTavern World Info"
 
 
-# The profiles whose entries are embedded for meaning search (W-4, W-7).
-INDEXED_PROFILES = frozenset({Profile.SMART})
+# The profiles whose entries are embedded for meaning search (W-4, W-7): every one, because a
+# chat picks the profile and reads every attached book its way, so any book may meet a smart
+# turn. Indexed after creation or import, its first smart turn embeds only the messages.
+INDEXED_PROFILES = frozenset(Profile.values)
 
 
 class Visibility(models.TextChoices):

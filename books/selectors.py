@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import Lower
 
 from books.access import books_visible_to
 from books.decorators import Decorator, decorators_read
@@ -17,11 +18,13 @@ from lore_platform.tenancy.actor import Actor
 from retrieval.engine.rules import SMART
 from retrieval.engine.smart import canon_budget, canon_pack
 
-EntrySort = Literal["position", "most_used", "recently_edited"]
+EntrySort = Literal["position", "title", "most_used", "recently_edited"]
 
-ENTRY_SORTS: dict[str, tuple[str, ...]] = {
+ENTRY_SORTS: dict[str, tuple[Any, ...]] = {
     # List order: what canon packing and "whole book travels" follow (W-1, W-2).
     "position": ("position", "id"),
+    # C-9: the display name sorts the editor list (case-insensitive; list order breaks ties).
+    "title": (Lower("title"), "title", "position", "id"),
     # W-11: surfaces dead lore from the other end.
     "most_used": ("-usage_count", "position", "id"),
     "recently_edited": ("-updated_at", "-id"),

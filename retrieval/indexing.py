@@ -1,4 +1,4 @@
-"""Indexing services: keep one current vector per enabled entry of every smart book.
+"""Indexing services: keep one current vector per enabled entry of every book.
 
 A vector is *current* when it was computed by the configured embedder (its
 ``model_name``) from the entry's present text (its ``content_hash``, the same
@@ -13,7 +13,10 @@ embedder error makes them *failed*. Disabled entries are never embedded and
 their vectors are deleted (W-6); they are left *pending*, which the sweep
 ignores, and become indexed again when re-enabled and scheduled.
 
-Only smart-profile books are indexed (W-4 is the only consumer of vectors).
+Every book is indexed, whatever its profile (``books.models.INDEXED_PROFILES``): a
+chat picks the profile and reads each attached book its way, so a classic or
+server book may meet a smart turn, and its vectors must exist before that turn
+(no entry is embedded on the request path, only the turn's messages).
 
 "Mostly indexed" (W-7 fallback): at least :data:`MOSTLY_INDEXED` (90%) of the
 book's enabled entries have a vector of the configured model. A vector that is
@@ -118,7 +121,7 @@ def entries_index(
 ) -> IndexingReport:
     """Idempotently index entries of one tenant; returns what happened to each id.
 
-    Enabled entries of smart books get a current vector (embedding only the stale
+    Enabled entries of indexed books (every profile) get a current vector (embedding only the stale
     ones, in batches); other entries lose theirs. Database errors propagate (the
     task retries); embedder errors mark the entries failed and do not.
     """

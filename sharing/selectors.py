@@ -22,6 +22,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from books import exports
 from books.access import book_can_edit, book_can_read
 from books.models import ENTRY_LORE_FIELDS, Book, Entry, Visibility
 from lore_platform.errors import Conflict, DomainError, NotFound, ValidationFailed
@@ -166,6 +167,20 @@ def library_book_by_link(link_token: str) -> Book:
 def shared_book_entries(book: Book) -> QuerySet[Entry]:
     """Entries of a book already vetted as readable (library page, copy), in list order."""
     return Entry.objects.unscoped().filter(book_id=book.pk).order_by("position", "id")
+
+
+def shared_book_export(
+    actor: Actor | None, to: str, *, book_id: Any = None, link_token: str | None = None
+) -> tuple[bytes, str, str]:
+    """A public book (by id) or a public/unlisted one (by its current link) as a reader's file (I-6).
+
+    SillyTavern world info or Character Card V2, without tenant-only settings;
+    ``server`` lorebooks need an admin caller (S-1). A book of the caller's own
+    tenant they may read (a colleague's, a tenant book) goes through the book's
+    own export endpoint.
+    """
+    book = library_book_by_link(link_token) if link_token is not None else library_book(book_id)
+    return exports.shared_book_export(actor=actor, book=book, entries=shared_book_entries(book), to=to)
 
 
 # What a copy takes from each entry: its lore and activation settings. Usage

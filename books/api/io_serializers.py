@@ -72,6 +72,26 @@ class UnsupportedOut(serializers.Serializer):
     index = serializers.IntegerField()
     entry = serializers.CharField()
     settings = serializers.ListField(child=serializers.CharField())
+    regex_keys = serializers.ListField(
+        child=serializers.CharField(), help_text="The entry's regex-shaped keys, as written (kept as inert text)."
+    )
+
+
+class EntryRefOut(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The entry's place in the file (0-based).")
+    entry = serializers.CharField(help_text="Its title, first key or #index.")
+
+
+class UnsupportedSettingOut(serializers.Serializer):
+    setting = serializers.CharField()
+    count = serializers.IntegerField()
+    entries = EntryRefOut(many=True, help_text="The entries that had it.")
+
+
+class RegexKeysOut(serializers.Serializer):
+    index = serializers.IntegerField()
+    entry = serializers.CharField()
+    keys = serializers.ListField(child=serializers.CharField())
 
 
 class ChangeOut(serializers.Serializer):
@@ -106,12 +126,20 @@ class ReceiptOut(serializers.Serializer):
         many=True, help_text="Settings the profile has no equivalent for, per entry (kept in extra)."
     )
     unsupported_counts = serializers.DictField(child=serializers.IntegerField())
+    unsupported_settings = UnsupportedSettingOut(
+        many=True, help_text="Each unsupported setting with the entries that had it (I-4)."
+    )
+    regex_keys = RegexKeysOut(many=True, help_text="Regex keys the profile keeps as inert text, by entry (I-4, I-5).")
     book_unsupported = serializers.ListField(child=serializers.CharField())
     changes = ChangeOut(many=True)
     keys_as = serializers.CharField(help_text="triggers, or aliases in world books (I-5).")
     card_without_book = serializers.BooleanField()
     changes_nothing = serializers.BooleanField(help_text="A card without a lorebook: nothing was written (I-1).")
     warnings = serializers.ListField(child=serializers.CharField())
+    restored = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Collection settings a native file gave back to the new book (active, channels, tags …; I-6).",
+    )
 
 
 class ImportOut(serializers.Serializer):

@@ -108,12 +108,15 @@ def _upload_bytes(upload: UploadedFile, cap: int) -> bytes:
     return upload.read(cap + 1)
 
 
-def _download(payload: bytes, content_type: str, filename: str) -> HttpResponse:
+def download(payload: bytes, content_type: str, filename: str) -> HttpResponse:
     response = HttpResponse(payload, content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, filename)
     response["Content-Length"] = str(len(payload))
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+_download = download  # the backup views' name for it
 
 
 class UploadView(TenantAPIView):
@@ -203,13 +206,14 @@ class BookExportView(TenantAPIView):
         summary="Download a book as a file (I-6)",
         operation_id="books_export",
         description="sillytavern and card-v2 carry entries, activation settings and enabled states but no "
-        "tenant-only state; native also keeps channels and the collection state.",
+        "tenant-only state: whoever reads the book may take them. native also keeps channels and the "
+        "collection state: only the book's owner (admins for tenant-owned books). Server lorebooks: admins (S-1).",
     )
     def get(self, request: Request, book_id: int) -> HttpResponse:
         params = _parse(ExportParams, request.query_params)
         book = access_book(self.actor, book_id)
         payload, content_type, filename = exports.book_export(actor=self.actor, book=book, to=params["format"])
-        return _download(payload, content_type, filename)
+        return download(payload, content_type, filename)
 
 
 @extend_schema(tags=["import/export"])
@@ -237,6 +241,8 @@ class ImportLimitsView(TenantAPIView):
 
 __all__ = [
     "BookExportView",
+    "IgnoreFormatParamNegotiation",
+    "download",
     "BookImportIntoView",
     "BookImportView",
     "ImportLimitsView",

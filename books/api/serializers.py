@@ -218,7 +218,12 @@ class EntryListParams(serializers.Serializer):
     )
     q = serializers.CharField(required=False, help_text="Text search in title, content and keys.")
     sort = serializers.ChoiceField(
-        choices=[("position", "List order"), ("most_used", "Most used"), ("recently_edited", "Recently edited")],
+        choices=[
+            ("position", "List order"),
+            ("title", "Display name, A–Z (C-9)"),
+            ("most_used", "Most used"),
+            ("recently_edited", "Recently edited"),
+        ],
         required=False,
         default="position",
     )

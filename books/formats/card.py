@@ -126,6 +126,7 @@ def entry_from_card(
     title_names: tuple[str, ...] = TITLE_NAMES,
     extra_consumed: frozenset[str] = frozenset(),
     uid: int | None = None,
+    notes: list[str] | None = None,
 ) -> ImportedEntry:
     """One Character Book entry (or a look-alike dialect) as an entry.
 
@@ -175,11 +176,13 @@ def entry_from_card(
         st_raw["disable"] = raw.get("disable")
     else:
         st_raw["disable"] = not as_bool(raw.get("enabled"), f"{path}.enabled", True)
-    position = st.get("position")
-    if position is None:
-        position = raw.get("position")
-        if position is None:
-            position = "after_char"
+    position, mapped_from = card_position(st.get("position"), raw.get("position"))
+    if mapped_from is not None and notes is not None:
+        label = title.strip() or f"#{index}"
+        notes.append(
+            f"entry {label!r}: card position {mapped_from!r} read as "
+            f"{'before_char (0)' if position == 0 else 'after_char (1)'}, as SillyTavern's card import reads it"
+        )
     st_raw["position"] = position
     # Non-spec top-level copies (Chub) and V3's top-level ``case_sensitive``
     # count only when the extensions mirror does not name the setting at all.
@@ -222,6 +225,25 @@ def entry_from_card(
             if ns not in (EXTRA_ST, namespace, EXTRA_CARD_EXT) and isinstance(value, dict):
                 extra.setdefault(ns, value)
     return ImportedEntry(**{**_entry_kwargs(entry), "extra": extra})
+
+
+def card_position(ext_position: Any, top_position: Any) -> tuple[Any, Any]:
+    """(position, the string it was mapped from or ``None``), as SillyTavern's card import:
+    ``extensions.position ?? (position === 'before_char' ? 0 : 1)``.
+
+    A number (or a numeric string) is kept. Any other string — ``before_char_defs``
+    and the like, which no spec names — becomes 0 only when it is exactly
+    ``before_char`` and 1 otherwise, and is reported: SillyTavern would copy a
+    string ``extensions.position`` through where it needs an integer.
+    """
+    for value in (ext_position, top_position):
+        if value is None:
+            continue
+        if isinstance(value, str) and not value.strip().lstrip("-").isdigit():
+            mapped = 0 if value == "before_char" else 1
+            return mapped, (None if value in ("before_char", "after_char") else value)
+        return value, None
+    return 1, None
 
 
 def _entry_kwargs(entry: ImportedEntry) -> dict[str, Any]:
@@ -292,8 +314,9 @@ def read_character_book(
         refuse(f"{path}.entries must be a list, not {type_name(raw_entries)}", f"{path}.entries")
     items = [(f"{path}.entries.{i}" if path else f"entries.{i}", raw) for i, raw in enumerate(raw_entries)]
     uids = item_uids(items)
+    notes: list[str] = []
     entries = tuple(
-        entry_from_card(as_object(raw, item_path), index=i, path=item_path, namespace=namespace, uid=uid)
+        entry_from_card(as_object(raw, item_path), index=i, path=item_path, namespace=namespace, uid=uid, notes=notes)
         for i, ((item_path, raw), uid) in enumerate(zip(items, uids))
     )
     prefix = f"{path}." if path else ""
@@ -321,6 +344,7 @@ def read_character_book(
         entries=entries,
         extra=extra,
         source_format=source_format,
+        notes=tuple(notes),
     )
 
 

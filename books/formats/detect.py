@@ -18,7 +18,7 @@ def name_from_filename(filename: str | None) -> str:
     if not filename:
         return DEFAULT_BOOK_NAME
     stem = PurePath(filename.replace("\\", "/")).name
-    for suffix in (".json", ".lorebook", ".story", ".png", ".charx"):
+    for suffix in (".json", ".lorebook", ".story", ".scenario", ".png", ".charx"):
         if stem.lower().endswith(suffix):
             stem = stem[: -len(suffix)]
             break
@@ -82,6 +82,9 @@ def read_document(
     if card.is_card(doc):
         check_batch(card.count_card_entries(doc), limits)
         return card.read_card(doc, fallback_name=fallback_name)
+    if novelai.is_scenario(doc):
+        check_batch(novelai.count_entries(doc), limits)
+        return novelai.read_scenario(doc, fallback_name=fallback_name)
     if novelai.is_story(doc):
         check_batch(novelai.count_entries(doc), limits)
         return novelai.read_story(doc, fallback_name=fallback_name)

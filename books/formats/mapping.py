@@ -27,7 +27,8 @@ Limits (I-3): every mapped entry must pass ``books.limits.entry_fields_check``
 for the profile — the service's own check — so an entry that cannot be stored
 without losing lore (content over the profile maximum, too many or too long
 aliases, a scan depth out of range …) refuses the whole import, listing every
-offending entry; lore below the profile minimum is skipped as unusable.
+offending entry; lore below the profile minimum is skipped as unusable, and so,
+in ``server``, is content over its 4,000 characters (S-3: the rest imports).
 :func:`plan_book` adds the entry caps (W-12 per world book, S-14 per persona
 and for the server-wide pool). All checks run before anything is written.
 """
@@ -100,6 +101,8 @@ NOVELAI_ENTRY_DEFAULTS: dict[str, Any] = {
     "loreBiasGroups": [],
     "advancedConditions": [],
 }
+# Profiles where an entry over the content maximum is skipped, not a refusal of the file (S-3).
+SKIPS_OVERLONG = frozenset({"server"})
 GROUP_TUNING = frozenset({"groupOverride", "groupWeight", "useGroupScoring"})
 # Book settings each profile cannot use (classic and sillytavern use them all).
 BOOK_UNSUPPORTED = {
@@ -323,6 +326,8 @@ def map_for_profile(
     skipped: list[dict[str, Any]] = []
     unsupported: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
+    by_setting: dict[str, list[dict[str, Any]]] = {}
+    regex_named: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
 
@@ -331,6 +336,13 @@ def map_for_profile(
         reason = unusable_reason(entry)
         if reason is None and len(entry.content.strip()) < min_content.min:
             reason = f"lore shorter than {min_content.min} characters ({min_content.rule})"
+        if reason is None and profile in SKIPS_OVERLONG and min_content.max is not None:
+            if len(entry.content) > min_content.max:
+                # S-3: an entry the converter cannot use; the rest of the file still imports.
+                reason = (
+                    f"content is {len(entry.content):,} characters; a {profile} entry holds at most "
+                    f"{min_content.max:,} ({min_content.rule})"
+                )
         fingerprint = entry_fingerprint(entry.title, entry.content)
         # The book stores the title the profile gives an entry (made up when empty,
         # shortened when too long), so an earlier import matches under that title too.
@@ -355,8 +367,13 @@ def map_for_profile(
             notes.append(f"world-info position {position} ({POSITION_NAMES.get(position, 'unknown')}) → before persona")
         settings = unsupported_settings(entry, profile)
         if settings:
-            unsupported.append({"index": index, "entry": label, "settings": settings})
+            inert = regex_keys(entry.keys + entry.secondary_keys) if "regex_keys" in settings else []
+            unsupported.append({"index": index, "entry": label, "settings": settings, "regex_keys": inert})
             counts.update(settings)
+            for name in settings:
+                by_setting.setdefault(name, []).append({"index": index, "entry": label})
+            if inert:
+                regex_named.append({"index": index, "entry": label, "keys": inert})
         if notes:
             changes.append({"index": index, "entry": label, "changes": notes})
         result = replace(entry, title=title, position=len(mapped))
@@ -392,6 +409,11 @@ def map_for_profile(
         "skipped_count": len(skipped),
         "unsupported": unsupported,
         "unsupported_counts": dict(sorted(counts.items())),
+        # I-4: each unsupported setting with the entries that had it, and regex keys by their text.
+        "unsupported_settings": [
+            {"setting": name, "count": len(items), "entries": items} for name, items in sorted(by_setting.items())
+        ],
+        "regex_keys": regex_named,
         "book_unsupported": book_unsupported,
         "changes": changes,
         "keys_as": "aliases" if profile == "smart" else "triggers",

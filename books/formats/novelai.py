@@ -10,7 +10,8 @@ else — ``searchRange``, ``keyRelative``, ``nonStoryActivatable``,
 ``categories`` and ``lorebookVersion`` in the book's ``extra["novelai"]``.
 
 A ``.story`` container (``storyContainerVersion``) imports only the lorebook
-in ``content.lorebook``; its story text and settings are not lore.
+in ``content.lorebook``; a ``.scenario`` (``scenarioVersion``) the same
+lorebook at ``lorebook``. Their story text, prompt and settings are not lore.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from books.formats.model import ImportedBook, ImportedEntry
 
 FORMAT = "novelai-lorebook"
 FORMAT_STORY = "novelai-story"
+FORMAT_SCENARIO = "novelai-scenario"
 NAMESPACE = "novelai"
 DEFAULT_BUDGET_PRIORITY = 400
 CONSUMED = {"text", "displayName", "keys", "enabled", "forceActivation"}
@@ -54,8 +56,17 @@ def is_story(doc: Any) -> bool:
     return isinstance(doc, dict) and "storyContainerVersion" in doc
 
 
+def is_scenario(doc: Any) -> bool:
+    return isinstance(doc, dict) and "scenarioVersion" in doc
+
+
 def count_entries(doc: Mapping[str, Any]) -> int:
-    if is_story(doc):
+    if is_scenario(doc):
+        lorebook = doc.get("lorebook")
+        if not isinstance(lorebook, dict):
+            return 0
+        doc = lorebook
+    elif is_story(doc):
         content = doc.get("content")
         lorebook = content.get("lorebook") if isinstance(content, dict) else None
         if not isinstance(lorebook, dict):
@@ -119,4 +130,19 @@ def read_story(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
         extra=book.extra,
         source_format=FORMAT_STORY,
         notes=("only the story's lorebook is imported; its text and settings are not lore",),
+    )
+
+
+def read_scenario(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
+    """A ``.scenario`` (``scenarioVersion``) carries the same lorebook as a story, at ``lorebook``."""
+    if not isinstance(doc.get("lorebook"), dict):
+        refuse("the NovelAI scenario has no readable lorebook (lorebook)", "lorebook")
+    title = as_text(doc.get("title"), "title").strip()
+    book = read_lorebook(doc["lorebook"], fallback_name=title or fallback_name, path="lorebook")
+    return ImportedBook(
+        name=book.name,
+        entries=book.entries,
+        extra=book.extra,
+        source_format=FORMAT_SCENARIO,
+        notes=("only the scenario's lorebook is imported; its prompt and settings are not lore",),
     )

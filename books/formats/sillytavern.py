@@ -245,8 +245,9 @@ def st_setting_is_default(name: str, value: Any) -> bool:
     if name == "triggers":
         return bool(value == [])
     if name == "useGroupScoring":
-        # SillyTavern exports null as false to cards; both mean "the global setting (off)".
-        return value is False or value == 0
+        # null = "the global setting"; an explicit false is the entry's own choice
+        # (SillyTavern reads ``entry.useGroupScoring ?? global``), so it is kept.
+        return False
     if name == "characterFilter":
         return isinstance(value, dict) and not value.get("isExclude") and not value.get("names") and not value.get(
             "tags"

@@ -30,7 +30,7 @@ def _entries_content_changed(book: Book, entry_ids: Sequence[int]) -> None:
     """The text entries are indexed from changed: they are ``pending`` until re-indexed (W-7).
 
     Indexing runs after commit, by id, in idempotent tasks that compare
-    ``content_hash`` (only world books are embedded).
+    ``content_hash`` (every book is embedded: any chat may read it the smart way).
     """
     events.entries_changed(book=book, entry_ids=entry_ids)
 

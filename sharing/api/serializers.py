@@ -27,6 +27,15 @@ class LanguageParams(serializers.Serializer):
     )
 
 
+class SharedExportParams(serializers.Serializer):
+    format = serializers.ChoiceField(
+        choices=["sillytavern", "card-v2", "card-v2-png"],
+        required=False,
+        default="sillytavern",
+        help_text="A reader's formats carry no tenant-only settings (I-6).",
+    )
+
+
 class LibraryParams(LanguageParams):
     q = serializers.CharField(required=False, allow_blank=True, max_length=500, help_text="What to search for.")
     mode = serializers.ChoiceField(

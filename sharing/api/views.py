@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser
@@ -20,6 +22,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from books.access import access_book
+from books.api.io_views import IgnoreFormatParamNegotiation, download
+from lore_platform.tenancy.permissions import request_actor
 from books.models import Book
 from lore_platform.api.base import TenantAPIView
 from lore_platform.api.pagination import Pagination
@@ -32,6 +36,7 @@ from sharing.api.serializers import (
     LibraryBookOut,
     LibraryEntriesOut,
     LibraryParams,
+    SharedExportParams,
     SharingOut,
     VisibilityIn,
     copy_out,
@@ -151,6 +156,51 @@ class LinkEntriesView(PublicAPIView):
     def get(self, request: Request, token: str) -> Response:
         params = _parse(LanguageParams, request.query_params)
         return _entries_page(self, request, selectors.library_book_by_link(token), params.get("lang"))
+
+
+EXPORT_RESPONSES = {
+    (200, "application/json"): OpenApiResponse(OpenApiTypes.BINARY, description="World info or card JSON."),
+    (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="Character Card V2 PNG."),
+    400: ERROR,
+    401: ERROR,
+    403: ERROR,
+    404: ERROR,
+}
+
+
+class SharedExportView(PublicAPIView):
+    """A reader's download (I-6): anyone, with or without a key; server lorebooks need an admin's key (S-1)."""
+
+    content_negotiation_class = IgnoreFormatParamNegotiation
+
+    def _download(self, request: Request, **where: Any) -> HttpResponse:
+        params = _parse(SharedExportParams, request.query_params)
+        payload, content_type, filename = selectors.shared_book_export(
+            request_actor(request), params["format"], **where
+        )
+        return download(payload, content_type, filename)
+
+
+@extend_schema(tags=["library"], parameters=[SharedExportParams])
+class LibraryExportView(SharedExportView):
+    @extend_schema(
+        responses=EXPORT_RESPONSES,
+        operation_id="library_book_export",
+        summary="Download a public book as SillyTavern world info or a card (I-6)",
+    )
+    def get(self, request: Request, book_id: int) -> HttpResponse:
+        return self._download(request, book_id=book_id)
+
+
+@extend_schema(tags=["library"], parameters=[SharedExportParams])
+class LinkExportView(SharedExportView):
+    @extend_schema(
+        responses=EXPORT_RESPONSES,
+        operation_id="library_link_export",
+        summary="Download a book reached by its link as SillyTavern world info or a card (I-6)",
+    )
+    def get(self, request: Request, token: str) -> HttpResponse:
+        return self._download(request, link_token=token)
 
 
 @extend_schema(tags=["library"])

@@ -106,6 +106,15 @@ def test_sorts(tenant_a, library):
     assert edited != _titles(tenant_a, library)  # the fixture makes the orders differ
 
 
+def test_sort_by_title_orders_by_display_name_case_insensitively(tenant_a, library):
+    """C-9: the display name sorts the editor list (and only that: the list order stays)."""
+    make_entry(library, title="anchor reef", content="A reef of old anchors off Varn's docks.")
+    expected = ["anchor reef", "Delta", "Ember Gate", "Iron Pact", "Salt Guild", "Varn"]
+    assert _titles(tenant_a, library, sort="title") == expected
+    assert _titles(tenant_a, library, sort="title", enabled="true") == ["anchor reef", "Delta", "Salt Guild", "Varn"]
+    assert _titles(tenant_a, library)[:2] == ["Varn", "Salt Guild"]
+
+
 def test_editing_moves_an_entry_to_the_top_of_recently_edited(tenant_a, library):
     delta = Entry.objects.for_tenant(tenant_a.tenant).get(book=library, title="Iron Pact")
     tenant_a.member_client.patch(

@@ -163,8 +163,11 @@ def test_who_may_export(tenant_a, tenant_b):
     with pytest.raises(PermissionDenied) as denied:
         book_export(actor=member, book=server, to="sillytavern")
     assert denied.value.rule == "S-1"
-    with pytest.raises(PermissionDenied):
-        book_export(actor=member, book=public, to="sillytavern")  # readable, but not theirs (S-1)
+    # Whoever reads a book exports it without tenant-only state; its native form is the owner's (I-6).
+    assert book_export(actor=member, book=public, to="sillytavern")[0]
+    with pytest.raises(PermissionDenied) as native:
+        book_export(actor=member, book=public, to="native")
+    assert native.value.rule == "I-6"
     with pytest.raises(NotFound):
         book_export(actor=admin, book=own, to="sillytavern")  # a member's private book
     with pytest.raises(NotFound):

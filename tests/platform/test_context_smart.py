@@ -108,3 +108,42 @@ def test_world_index_comes_with_the_lookup_tool_and_the_tool_serves_full_text(
     assert tenant_a.admin_client.get(f"/api/v1/chats/{chat}/lore/{topic}").status_code == 404
     # Another tenant cannot use the lookup.
     assert tenant_a.client(None).get(f"/api/v1/chats/{chat}/lore/{topic}").status_code == 401
+
+
+def test_a_classic_book_is_indexed_at_import_and_a_smart_turn_embeds_only_its_messages(
+    tenant_a, xling, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Issue 14 §13: states mean what they say for every book, and no entry is embedded on the turn."""
+    import io
+
+    from retrieval.embedders import embedder_get
+
+    doc = {"entries": {str(i): {"uid": i, "key": [e["title"]], "comment": e["title"], "content": e["text_en"]}
+                       for i, e in enumerate(xling["entries"])}}
+    upload = io.BytesIO(json.dumps(doc).encode())
+    upload.name = "keywords.json"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = tenant_a.admin_client.post(
+            "/api/v1/books/import", {"file": upload, "profile": "classic"}, format="multipart"
+        )
+    assert response.status_code == 201, response.json()
+    book_id = response.json()["book"]["id"]
+    rows = tenant_a.admin_client.get(f"/api/v1/books/{book_id}/entries", {"page_size": 200}).json()["results"]
+    assert {row["indexing_state"] for row in rows} == {"indexed"}
+
+    from books.models import Book
+
+    chat = _smart_chat(tenant_a, Book.objects.for_tenant(tenant_a.tenant).get(pk=book_id))
+    embedder = embedder_get()
+    passages: list[str] = []
+    real = embedder.embed_passages
+    monkeypatch.setattr(embedder, "embed_passages", lambda texts: passages.extend(texts) or real(texts))
+    query = xling["queries"][0]
+    body = tenant_a.admin_client.post(
+        f"/api/v1/chats/{chat}/context",
+        {"messages": [{"role": "user", "text": query["query_es"]}],
+         "model": {"tokenizer": "ceil-chars-4", "input_window": 3000}},
+        format="json",
+    ).json()
+    assert passages == []  # the turn embedded its messages only
+    assert any("meaning" in row["detail"] for row in body["request_log"] if row["outcome"] == "injected")

@@ -173,12 +173,14 @@ def test_other_tenant_ids_are_ignored(make_tenant, entries, counting):
     assert _vector(entries[0]) is None
 
 
-def test_entries_of_non_smart_books_are_not_indexed(actor, counting):
+def test_entries_of_every_profile_are_indexed(actor, counting):
+    """A chat picks the profile, so a classic book may meet a smart turn: it has vectors beforehand."""
     classic = book_create(actor=actor, title="Keyword book", profile="classic")
     entry = entry_create(actor=actor, book=classic, title="Gate", content="The gate opens at dawn.", keys=["gate"])
+    assert _state(entry) == IndexingState.PENDING
     report = entry_index(entry.pk, tenant=entry.tenant_id, embedder=counting)
-    assert report.removed == [entry.pk] and counting.calls == []
-    assert _vector(entry) is None
+    assert report.embedded == [entry.pk] and len(counting.calls) == 1
+    assert _vector(entry) is not None and _state(entry) == IndexingState.INDEXED
 
 
 # --- states ----------------------------------------------------------------------------------

@@ -115,3 +115,36 @@ def test_text_that_is_not_text_is_refused_by_name(tmp_path: Path, command: str) 
     assert (error["field"], error["rule"]) == ("entries.0.content", "I-1")
     assert "surrogate" in error["message"]
     assert not target.exists()
+
+
+def test_convert_keeps_real_files_fields_and_reads_novelai_scenarios(tmp_path: Path) -> None:
+    """Issue 14 §12 on the command line: useGroupScoring false stays false, a string card position
+    becomes SillyTavern's integer (flagged by inspect), a .scenario converts like its lorebook."""
+    corpus = require_shared("corpus")
+    out = tmp_path / "kj.json"
+    result = run("convert", str(corpus / "st-worldinfo/kj_xianxia.json"), "--to", "sillytavern", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    raw = json.loads((corpus / "st-worldinfo/kj_xianxia.json").read_bytes())["entries"]
+    converted = json.loads(out.read_bytes())["entries"]
+    assert [e.get("useGroupScoring") for e in raw.values()] == [e["useGroupScoring"] for e in converted.values()]
+    assert False in [e["useGroupScoring"] for e in converted.values()]
+
+    card = json.loads((corpus / "card-json/kj_fortune_teller_v3.json").read_bytes())
+    for entry in card["data"]["character_book"]["entries"]:
+        entry["position"] = "before_char_defs"
+        entry["extensions"].pop("position", None)
+    card_path = tmp_path / "card.json"
+    card_path.write_text(json.dumps(card), encoding="utf-8")
+    receipt = json.loads(run("inspect", str(card_path), "--profile", "sillytavern").stdout)
+    assert any("before_char_defs" in w for w in receipt["warnings"])
+    result = run("convert", str(card_path), "--to", "sillytavern", "-o", str(tmp_path / "card-wi.json"))
+    assert result.returncode == 0, result.stderr
+    positions = {e["position"] for e in json.loads((tmp_path / "card-wi.json").read_bytes())["entries"].values()}
+    assert positions == {1}
+
+    scenario = tmp_path / "ripple.scenario"
+    lorebook = json.loads((corpus / "novelai/nai_ripple_v4.lorebook").read_bytes())
+    scenario.write_text(json.dumps({"scenarioVersion": 3, "title": "Ripple", "lorebook": lorebook}), encoding="utf-8")
+    result = run("convert", str(scenario), "--to", "sillytavern", "-o", str(tmp_path / "ripple.json"))
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads((tmp_path / "ripple.json").read_bytes())["entries"]) == len(lorebook["entries"])

@@ -89,3 +89,102 @@ def test_corpus_readings_keep_what_the_manifest_points_out() -> None:
 
     nai = read_book(_read("novelai/nai_tool_test_v6.lorebook"))
     assert nai.extra["novelai"]["lorebookVersion"] == 6 and nai.entries[1].order == 500
+
+
+# --- issue 14, point 12: fidelity on real files ------------------------------------------------
+
+import json  # noqa: E402
+import re  # noqa: E402
+
+from books.formats import export_book  # noqa: E402
+
+
+def _raw_st_entries(doc: dict) -> list[dict]:
+    entries = doc.get("entries", {})
+    return list(entries.values()) if isinstance(entries, dict) else list(entries)
+
+
+GROUP_SCORING_FILES = [
+    f for f in corpus_files() if f.startswith("st-worldinfo/") and re.search(rb'"useGroupScoring":\s*false', _read(f))
+] or ["<corpus missing>"]
+
+
+@pytest.mark.parametrize("relpath", GROUP_SCORING_FILES)
+def test_use_group_scoring_false_survives_read_export_read(relpath: str) -> None:
+    """An explicit false is the entry's own choice; null means the global setting."""
+    raw = _raw_st_entries(json.loads(_read(relpath)))
+    book = read_book(_read(relpath))
+    for to in ("sillytavern", "native"):
+        again = read_book(export_book(book, to))
+        exported = _raw_st_entries(json.loads(export_book(again, "sillytavern")))
+        for i, (before, after) in enumerate(zip(raw, exported)):
+            assert after["useGroupScoring"] == before.get("useGroupScoring"), (to, i)
+
+
+CARD_FILES = [f for f in corpus_files() if f.startswith(("card-json/", "png-", "charx/"))] or ["<corpus missing>"]
+
+
+@pytest.mark.parametrize("relpath", CARD_FILES)
+def test_card_positions_become_sillytavern_integers(relpath: str) -> None:
+    book = read_book(_read(relpath))
+    for entry in _raw_st_entries(json.loads(export_book(book, "sillytavern"))):
+        assert isinstance(entry["position"], int) and not isinstance(entry["position"], bool)
+
+
+@pytest.mark.parametrize("spelling, expected", [("before_char_defs", 1), ("after_char_defs", 1), ("before_char", 0)])
+def test_string_card_positions_map_as_sillytavern_reads_them_and_are_flagged(spelling: str, expected: int) -> None:
+    """SillyTavern: ``extensions.position ?? (position === 'before_char' ? 0 : 1)``."""
+    card = json.loads(_read("card-json/kj_fortune_teller_v3.json"))
+    for entry in card["data"]["character_book"]["entries"]:
+        entry["extensions"]["position"] = spelling  # a string where an integer belongs
+        entry["position"] = spelling
+    book = read_book(json.dumps(card).encode())
+    exported = _raw_st_entries(json.loads(export_book(book, "sillytavern")))
+    assert [e["position"] for e in exported] == [expected] * len(exported)
+    flagged = [note for note in book.notes if spelling in note]
+    assert len(flagged) == (0 if spelling == "before_char" else len(exported))
+    _, receipt = map_for_profile(book, "sillytavern")
+    assert all(note in receipt["warnings"] for note in flagged)
+
+
+def test_a_novelai_scenario_imports_its_lorebook() -> None:
+    lorebook = json.loads(_read("novelai/nai_ripple_v4.lorebook"))
+    scenario = {"scenarioVersion": 3, "title": "Ripple", "prompt": "Once…", "lorebook": lorebook}
+    book = read_book(json.dumps(scenario).encode(), filename="ripple.scenario")
+    plain = read_book(_read("novelai/nai_ripple_v4.lorebook"))
+    assert book.name == "Ripple" and book.source_format == "novelai-scenario"
+    assert len(book.entries) == len(plain.entries) > 0
+    for a, b in zip(plain.entries, book.entries):
+        assert a == b
+    untitled = read_book(json.dumps({**scenario, "title": ""}).encode(), filename="My Story.scenario")
+    assert untitled.name == "My Story"
+
+
+WORLD_FILES = [f for f in corpus_files() if f.startswith("st-worldinfo/")] or ["<corpus missing>"]
+
+
+def _same_meaning(name: str, before: object, after: object) -> bool:
+    """SillyTavern reads these pairs alike; everything else must come back as written."""
+    if name == "role" and before is None:
+        return after == 0  # null role = system
+    if name == "uid" and isinstance(before, str) and before.isdigit():
+        return after == int(before)
+    if name == "key" and isinstance(before, list):
+        return after == [k for k in before if isinstance(k, str) and k.strip()]  # blank keys match nothing
+    if name == "comment" and before == "":
+        return isinstance(after, str)  # an empty name is taken from a Chub ``name`` field
+    return name == "extensions"  # a Chub hybrid's V2 mirror: its settings travel in SillyTavern's own fields
+
+
+@pytest.mark.parametrize("relpath", WORLD_FILES)
+def test_every_sillytavern_field_of_a_real_file_survives_import_and_export(relpath: str) -> None:
+    """Field by field, file → import → export → import → export, explicit defaults included (I-6)."""
+    raw = _raw_st_entries(json.loads(_read(relpath)))
+    book = read_book(_read(relpath))
+    first = _raw_st_entries(json.loads(export_book(book, "sillytavern")))
+    second = _raw_st_entries(json.loads(export_book(read_book(export_book(book, "sillytavern")), "sillytavern")))
+    assert first == second
+    for i, (before, after) in enumerate(zip(raw, first)):
+        for name, value in before.items():
+            if name in after and after[name] != value:
+                assert _same_meaning(name, value, after[name]), (i, name, value, after[name])

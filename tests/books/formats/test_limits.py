@@ -115,7 +115,7 @@ def test_smart_entries_per_book_just_under_and_over() -> None:
     assert over.value.rule == "W-12"
 
 
-@pytest.mark.parametrize(("profile", "limit", "rule"), [("server", 4000, "S-3"), ("smart", 20000, "W-12")])
+@pytest.mark.parametrize(("profile", "limit", "rule"), [("smart", 20000, "W-12")])
 def test_content_length_just_under_and_over(profile: str, limit: int, rule: str) -> None:
     fits = ImportedBook(name="b", entries=(ImportedEntry(title="Long", content="x" * limit),))
     assert plan_book(fits, profile=profile).receipt["added"] == 1
@@ -123,6 +123,22 @@ def test_content_length_just_under_and_over(profile: str, limit: int, rule: str)
     with pytest.raises(LimitExceeded) as refused:
         plan_book(over, profile=profile)
     assert refused.value.rule == rule and refused.value.details["violations"][0]["details"]["actual"] == limit + 1
+
+
+def test_server_skips_an_entry_over_4000_characters_and_imports_the_rest() -> None:
+    """S-3 on import: the converter cannot use it, so it is skipped with its reason (not a refusal)."""
+    book = ImportedBook(
+        name="b",
+        entries=(
+            ImportedEntry(title="Fits", content="x" * 4000),
+            ImportedEntry(title="Long", content="x" * 4001),
+            ImportedEntry(title="Short", content="ok"),
+        ),
+    )
+    receipt = plan_book(book, profile="server").receipt
+    assert receipt["added"] == 2 and receipt["skipped_count"] == 1
+    assert receipt["skipped"][0]["index"] == 1 and receipt["skipped"][0]["entry"] == "Long"
+    assert "4,001 characters" in receipt["skipped"][0]["reason"] and "S-3" in receipt["skipped"][0]["reason"]
 
 
 def test_smart_minimum_lore_just_under_and_over() -> None:
