@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books.models import Profile, Role
-from lore_platform.cast.api.answers import InjectionOut, LogRowOut, WorldIndexLineOut
+from lore_platform.cast.api.answers import InjectionOut, LogRowOut, LogSummaryOut, WorldIndexLineOut
 from lore_platform.cast.models import (
     Attachment,
     Character,
@@ -233,11 +233,24 @@ class _StoredLog(_StoredRows):
 class RequestLogOut(serializers.ModelSerializer):
     injections = _StoredInjections(read_only=True)
     world_index = _StoredWorldIndex(read_only=True)
-    log = _StoredLog(read_only=True, help_text="The compact request log the turn answered (C-15).")
+    log = _StoredLog(read_only=True, help_text="The request log as the turn answered it (C-15).")
+    log_detail = serializers.ChoiceField(choices=["compact", "full"], read_only=True,
+                                         help_text="full: every entry listed; compact: not-matched ones counted.")
+    request_log_summary = serializers.SerializerMethodField(
+        help_text="As in the live answer; null for logs stored before counts were kept."
+    )
 
     class Meta:
         model = RequestLog
-        fields = ["id", "turn", "profile", "model_id", "injections", "world_index", "log", "created_at"]
+        fields = ["id", "turn", "profile", "model_id", "injections", "world_index", "log", "log_detail",
+                  "request_log_summary", "created_at"]
+
+    @extend_schema_field(LogSummaryOut(allow_null=True))
+    def get_request_log_summary(self, row: RequestLog) -> dict[str, Any] | None:
+        if row.entries_considered is None or row.not_matched is None:
+            return None
+        return {"entries": row.entries_considered, "not_matched": row.not_matched,
+                "not_matched_listed": row.log_detail == "full"}
 
 
 class LoreOut(serializers.Serializer):
