@@ -108,6 +108,9 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
                 label=None,
                 via="persona",
             )
+        gathering = _dedupe(tenant, ordered)
+        used = {g.book.pk for g in gathering.books} | {left.book_id for left in gathering.left_out}
+        return Gathering(books=gathering.books, left_out=gathering.left_out + _server_unread(chat, used))
     else:
         cast: list[Character] = []
         if chat.kind == Chat.Kind.CHARACTER and chat.character_id is not None:
@@ -135,6 +138,37 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
                 via="character")
     add(_attached(tenant, profile, character=None, story=None, novel=None), label=None, via="tenant")
     return _dedupe(tenant, ordered)
+
+
+_SERVER_READS = ("the server profile reads the server-wide collections and the persona's lineage book, "
+                 "not books attached to {target} (S-2)")
+
+
+def _server_unread(chat: Chat, used: set[int]) -> list[LeftOutBook]:
+    """Books attached to what the chat involves, which the server profile does not read: said, not dropped."""
+    targets = _TENANT_WIDE
+    if chat.character_id is not None:
+        targets |= Q(character_id=chat.character_id)
+    if chat.pk is not None and chat.kind == Chat.Kind.GROUP:
+        targets |= Q(character__in=chat.members.all())
+    if chat.story_id is not None:
+        targets |= Q(story_id=chat.story_id) | Q(character__stories=chat.story_id)
+    if chat.novel_id is not None:
+        targets |= Q(novel_id=chat.novel_id) | Q(character__novels=chat.novel_id)
+    rows = (
+        Attachment.objects.for_tenant(chat.tenant).filter(targets).exclude(book_id__in=used)
+        .select_related("book").order_by("position", "id")
+    )
+    left_out: list[LeftOutBook] = []
+    for row in rows:
+        if row.book_id in used:
+            continue
+        used.add(row.book_id)
+        target = ("the character" if row.character_id else "the story" if row.story_id
+                  else "the novel" if row.novel_id else "the whole tenant")
+        reason = _SERVER_READS.format(target=target)
+        left_out.append(LeftOutBook(book_id=row.book_id, title=row.book.title, reason=reason[0].upper() + reason[1:]))
+    return left_out
 
 
 def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
