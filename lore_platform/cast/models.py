@@ -54,6 +54,9 @@ class Attachment(models.Model):
     story = models.ForeignKey(Story, null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
     novel = models.ForeignKey(Novel, null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
     position = models.PositiveIntegerField(default=0)
+    # Another tenant's book attached through its unlisted link: the token used. Once the
+    # owner rotates the link the attachment stops (P-1); blank: attached by id.
+    link_token = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     objects: TenantScopedManager[Attachment] = TenantScopedManager()

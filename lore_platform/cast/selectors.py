@@ -43,6 +43,8 @@ class GatheredBook:
     label: str | None
     # What the book was reached through: character, story, novel, tenant, persona, server.
     via: str
+    # The unlisted link it was attached through, if any (a rotated link stops it: P-1).
+    link_token: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +62,7 @@ class Gathering:
 
 def attachment_status(tenant: Tenant, attachment: Attachment) -> tuple[bool, str | None]:
     """Whether the attached book is injected, and if not, why (W-9)."""
-    return book_injectable_for(tenant, attachment.book)
+    return book_injectable_for(tenant, attachment.book, link_token=attachment.link_token)
 
 
 def _book_joins(profile: str) -> tuple[str, ...]:
@@ -69,14 +71,14 @@ def _book_joins(profile: str) -> tuple[str, ...]:
     return ("book", "book__tenant") if profile == "smart" else ("book",)
 
 
-def _attached(tenant: Tenant, profile: str, **target: object) -> list[Book]:
+def _attached(tenant: Tenant, profile: str, **target: object) -> list[tuple[Book, str]]:
     rows = (
         Attachment.objects.for_tenant(tenant)
         .filter(**target)
         .select_related(*_book_joins(profile))
         .order_by("position", "id")
     )
-    return [row.book for row in rows]
+    return [(row.book, row.link_token) for row in rows]
 
 
 # Column names, not relations: the same SQL, compiled in about two thirds of the time (every turn).
@@ -88,23 +90,24 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
     tenant = chat.tenant
     ordered: list[GatheredBook] = []
 
-    def add(books: list[Book], *, label: str | None, via: str) -> None:
-        ordered.extend(GatheredBook(book=book, label=label, via=via) for book in books)
+    def add(books: list[tuple[Book, str]], *, label: str | None, via: str) -> None:
+        ordered.extend(GatheredBook(book=book, label=label, via=via, link_token=token) for book, token in books)
 
     if profile == "server":
         # Server-wide collections apply to every persona; the persona's book follows its lineage.
         add(
-            list(Book.objects.for_tenant(tenant).filter(scope=Scope.SERVER).order_by("id")),
+            [(b, "") for b in Book.objects.for_tenant(tenant).filter(scope=Scope.SERVER).order_by("id")],
             label=None,
             via="server",
         )
         if chat.character_id is not None:
             add(
-                list(
-                    Book.objects.for_tenant(tenant)
+                [
+                    (b, "")
+                    for b in Book.objects.for_tenant(tenant)
                     .filter(scope=Scope.PERSONA, lineage__characters=chat.character_id)
                     .order_by("id")
-                ),
+                ],
                 label=None,
                 via="persona",
             )
@@ -121,8 +124,8 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
                 .select_related(*_book_joins(profile))
                 .order_by("position", "id")
             )
-            add([r.book for r in rows if r.character_id], label=None, via="character")
-            add([r.book for r in rows if not r.character_id], label=None, via="tenant")
+            add([(r.book, r.link_token) for r in rows if r.character_id], label=None, via="character")
+            add([(r.book, r.link_token) for r in rows if not r.character_id], label=None, via="tenant")
             return _dedupe(tenant, ordered)
         elif chat.kind == Chat.Kind.GROUP:
             cast = list(chat.members.order_by("id"))
@@ -179,7 +182,7 @@ def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
         if gathered.book.pk in seen:
             continue  # attached twice: injected once, with the first label (W-8)
         seen.add(gathered.book.pk)
-        injectable, reason = book_injectable_for(tenant, gathered.book)
+        injectable, reason = book_injectable_for(tenant, gathered.book, link_token=gathered.link_token)
         if not injectable:
             left_out.append(LeftOutBook(book_id=gathered.book.pk, title=gathered.book.title, reason=reason or ""))
             continue
