@@ -258,3 +258,38 @@ class LoreOut(serializers.Serializer):
     book = serializers.IntegerField()
     title = serializers.CharField()
     content = serializers.CharField()
+
+
+class PersonaOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class PersonaBookOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    entries = serializers.IntegerField(source="entry_count", help_text="Entries in the book (S-14: at most 250).")
+
+
+class PersonaGroupOut(serializers.Serializer):
+    """Personas sharing a lineage share one book, so the list groups them (S-2)."""
+
+    lineage = serializers.UUIDField(source="lineage.public_id")
+    lineage_key = serializers.CharField(source="lineage.key")
+    personas = PersonaOut(many=True)
+    book = PersonaBookOut(allow_null=True)
+
+
+class PersonaImportIn(serializers.Serializer):
+    file = serializers.FileField(help_text="A character card: PNG (chara/ccv3), CHARX or JSON.")
+    lineage_key = serializers.CharField(max_length=200, required=False, allow_blank=True,
+                                        help_text="Default: the card's name and creator.")
+    mode = serializers.ChoiceField(choices=["append", "replace"], default="append",
+                                   help_text="Into a lineage book that exists already (I-2).")
+
+
+class PersonaImportOut(serializers.Serializer):
+    character = CharacterOut()
+    character_created = serializers.BooleanField(help_text="False: a persona of this name was in the lineage.")
+    book = PersonaBookOut(allow_null=True, help_text="The lineage's book; null when the card had none (I-1).")
+    receipt = serializers.DictField(help_text="The import receipt (I-4), as POST /books/{id}/import answers it.")
