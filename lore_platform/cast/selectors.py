@@ -158,19 +158,20 @@ def _server_unread(chat: Chat, used: set[int]) -> list[LeftOutBook]:
         targets |= Q(story_id=chat.story_id) | Q(character__stories=chat.story_id)
     if chat.novel_id is not None:
         targets |= Q(novel_id=chat.novel_id) | Q(character__novels=chat.novel_id)
+    # Plain tuples: this runs on every server turn, and usually finds nothing.
     rows = (
         Attachment.objects.for_tenant(chat.tenant).filter(targets).exclude(book_id__in=used)
-        .select_related("book").order_by("position", "id")
+        .order_by("position", "id").values_list("book_id", "book__title", "character_id", "story_id", "novel_id")
     )
     left_out: list[LeftOutBook] = []
-    for row in rows:
-        if row.book_id in used:
+    for book_id, title, character_id, story_id, novel_id in rows:
+        if book_id in used:
             continue
-        used.add(row.book_id)
-        target = ("the character" if row.character_id else "the story" if row.story_id
-                  else "the novel" if row.novel_id else "the whole tenant")
+        used.add(book_id)
+        target = ("the character" if character_id else "the story" if story_id
+                  else "the novel" if novel_id else "the whole tenant")
         reason = _SERVER_READS.format(target=target)
-        left_out.append(LeftOutBook(book_id=row.book_id, title=row.book.title, reason=reason[0].upper() + reason[1:]))
+        left_out.append(LeftOutBook(book_id=book_id, title=title, reason=reason[0].upper() + reason[1:]))
     return left_out
 
 

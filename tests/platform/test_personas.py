@@ -87,3 +87,18 @@ def test_persona_import_is_all_or_nothing_and_admin_only(make_tenant):
     too_many = _import(setup.admin_client, json.dumps(_card(entries=251)).encode())
     assert too_many.status_code == 422, too_many.content
     assert _rows(setup.tenant) == before
+
+
+def test_persona_endpoints_permission_matrix(make_tenant, anon_client):
+    setup, other = make_tenant("Guild", profile="server"), make_tenant("Other", profile="server")
+    mine = _import(setup.admin_client, json.dumps(_card()).encode()).json()
+    before = _rows(setup.tenant)
+    assert anon_client.get("/api/v1/personas").status_code == 401
+    assert _import(anon_client, json.dumps(_card(name="X")).encode()).status_code == 401
+    # Another tenant sees only its own personas (P-3) and imports into its own tenant only.
+    assert other.admin_client.get("/api/v1/personas").json() == []
+    for client in (setup.read_client, setup.member_client):
+        assert client.get("/api/v1/personas").json()[0]["book"]["id"] == mine["book"]["id"]
+        denied = _import(client, json.dumps(_card(name="Y")).encode())
+        assert denied.status_code == 403 and "error" in denied.json()
+    assert _rows(setup.tenant) == before
