@@ -402,6 +402,7 @@ def book_import_into(
 
         replaced = 0
         if mode == "replace":
+            limits.public_floor_check(locked, remaining=len(entries), field="file")  # P-1, as a deletion
             doomed = Entry.objects.for_tenant(locked.tenant).filter(book=locked)
             replaced = doomed.count()
             doomed.delete()

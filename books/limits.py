@@ -268,6 +268,25 @@ def entry_fields_check(profile: str, fields: Mapping[str, Any], *, field_prefix:
 # --- batches and capacity ---------------------------------------------------------
 
 
+def public_floor_check(book: Book, *, remaining: int, field: str = "entries") -> None:
+    """P-1 (our reading): a public book cannot drop below the publishing minimum by deletion.
+
+    Refused, not unpublished behind the owner's back: readers and attachments keep the
+    book they found; the owner makes it unlisted or private first, then deletes.
+    """
+    minimum = PUBLISH_MIN_ENTRIES
+    if book.visibility != "public" or remaining >= minimum.value:
+        return
+    raise LimitExceeded(
+        f"A public book keeps at least {minimum.value} entries; this would leave {remaining}. "
+        f"Make the book unlisted or private first, or add entries ({minimum.rule}).",
+        field=field,
+        rule=minimum.rule,
+        code="too_few_entries",
+        details={"min": minimum.value, "actual": remaining, "unit": "entries"},
+    )
+
+
 def bulk_action_check(count: int, *, field: str = "entry_ids") -> None:
     """W-12: a bulk enable/disable/delete touches at most 500 entries."""
     count_check(count, BULK_ACTION, field=field, what="A bulk action")

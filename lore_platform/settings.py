@@ -212,6 +212,12 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two "role" choice sets (an entry's message role, a member's role) and one log detail set.
+    "ENUM_NAME_OVERRIDES": {
+        "RoleEnum": "books.models.Role",
+        "MemberRoleEnum": "lore_platform.tenancy.models.Membership.Role",
+        "LogDetailEnum": ["compact", "full"],
+    },
 }
 
 # The shared Redis of the web processes (the API throttle counts there, so every process spends

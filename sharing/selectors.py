@@ -37,6 +37,7 @@ from sharing.translation import PackageTranslator
 
 NON_PRIVATE = (Visibility.PUBLIC, Visibility.UNLISTED)
 PRIVATE_AGAIN_REASON = "the owner made this book private"
+LINK_ROTATED_REASON = "the owner replaced this book's link; attach it again through the new link"
 
 LIBRARY_SORTS: tuple[str, ...] = ("newest", "most_copied", "most_attached", "relevance")
 SEARCH_MODES: tuple[str, ...] = ("text", "meaning")
@@ -106,16 +107,22 @@ def book_for_attach(actor: Actor, *, book_id: int | None = None, link_token: str
     raise NotFound("No such book.", field="book_id")
 
 
-def book_injectable_for(tenant: Tenant, book: Book) -> tuple[bool, str | None]:
-    """Whether ``book`` still reaches ``tenant``'s chats, and if not, why (W-9).
+def book_injectable_for(tenant: Tenant, book: Book, *, link_token: str = "") -> tuple[bool, str | None]:
+    """Whether ``book`` still reaches ``tenant``'s chats, and if not, why (W-9, P-1).
 
     A tenant's own books always do. Another tenant's book does while it is
     public or unlisted; once its owner makes it private it stops, and the
-    attachment says "the owner made this book private". (Rotating an unlisted
-    book's link stops *new* access only: attachments made earlier keep working.)
+    attachment says "the owner made this book private". An unlisted book
+    attached through its link (``link_token``) stops once the owner rotates the
+    link, as a book turned private does.
     """
     if book.tenant_id == tenant.pk:
         return True, None
+    if book.visibility == Visibility.UNLISTED and link_token:
+        # Only attachments made by link pay this read; most turns never do.
+        current = BookShare.objects.unscoped().filter(book_id=book.pk).values_list("link_token", flat=True).first()
+        if current != link_token:
+            return False, LINK_ROTATED_REASON
     if book.visibility in NON_PRIVATE:
         return True, None
     return False, PRIVATE_AGAIN_REASON

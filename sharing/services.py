@@ -138,8 +138,9 @@ def book_visibility_set(*, actor: Actor, book: Book, visibility: str) -> BookSha
 def book_link_rotate(*, actor: Actor, book: Book) -> BookShare:
     """Give the book a new link token; the old link stops working at once.
 
-    Attachments made earlier through the old link keep working (they were made
-    with the owner's consent); making the book private stops those too (W-9).
+    Attachments made through the old link stop too, and their turns list the
+    book in ``books_left_out`` with the reason (P-1, our reading); attachments
+    of a public book made by id keep working.
     """
     locked = access_book(actor, book.pk, need="edit", for_update=True)
     share = _share_get_or_create(locked)

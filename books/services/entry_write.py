@@ -68,9 +68,11 @@ def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
 @transaction.atomic
 def entry_delete(*, actor: Actor, entry: Entry) -> None:
     book = _book_lock(actor, entry.book)
-    deleted, _ = Entry.objects.for_tenant(book.tenant).filter(pk=entry.pk, book=book).delete()
-    if not deleted:
+    entries = Entry.objects.for_tenant(book.tenant).filter(book=book)
+    if not entries.filter(pk=entry.pk).exists():
         raise NotFound("No such entry.", field="entry")
+    limits.public_floor_check(book, remaining=entries.count() - 1, field="entry")
+    entries.filter(pk=entry.pk).delete()
     order = _book_order(book)
     _positions_write(book, [pk for pk, _ in order], dict(order))
     versions.book_version_bump(book)

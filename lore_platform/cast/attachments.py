@@ -46,10 +46,15 @@ def book_attach(
     existing = Attachment.objects.for_tenant(actor.tenant).filter(book=book, **{
         "character": where.get("character"), "story": where.get("story"), "novel": where.get("novel")
     }).first()
+    token = (link_token or "").strip() if book.tenant_id != actor.tenant.pk else ""
     if existing is not None:
+        if token and existing.link_token and existing.link_token != token:
+            existing.link_token = token  # attached again through the current link: it reaches the book again
+            existing.save(update_fields=["link_token"])
         return existing
     last = Attachment.objects.for_tenant(actor.tenant).aggregate(last=Max("position"))["last"]
-    return Attachment.objects.create(tenant=actor.tenant, book=book, position=(last or 0) + 1, **where)
+    return Attachment.objects.create(tenant=actor.tenant, book=book, position=(last or 0) + 1, link_token=token,
+                                     **where)
 
 
 def attachment_delete(*, actor: Actor, attachment_id: int) -> None:

@@ -54,6 +54,9 @@ class Attachment(models.Model):
     story = models.ForeignKey(Story, null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
     novel = models.ForeignKey(Novel, null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
     position = models.PositiveIntegerField(default=0)
+    # Another tenant's book attached through its unlisted link: the token used. Once the
+    # owner rotates the link the attachment stops (P-1); blank: attached by id.
+    link_token = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     objects: TenantScopedManager[Attachment] = TenantScopedManager()
@@ -122,6 +125,11 @@ class RequestLog(models.Model):
     injections = CompressedJSONField(default=list)
     world_index = CompressedJSONField(default=list)
     log = CompressedJSONField(default=list)
+    # C-15: the log kept as the turn answered it: "full" lists every entry, "compact"
+    # counts the not-matched ones here. Null counts: a log stored before they were kept.
+    log_detail = models.CharField(max_length=8, default="compact")
+    entries_considered = models.PositiveIntegerField(null=True, blank=True)
+    not_matched = models.PositiveIntegerField(null=True, blank=True)
     # Usage counts (W-11) are applied after the response, once: {tenant id: [entry ids]}.
     usage = models.JSONField(default=dict, blank=True)
     # Null while usage waits for the sweep; set at once when the turn injected nothing.

@@ -43,6 +43,8 @@ class GatheredBook:
     label: str | None
     # What the book was reached through: character, story, novel, tenant, persona, server.
     via: str
+    # The unlisted link it was attached through, if any (a rotated link stops it: P-1).
+    link_token: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +62,7 @@ class Gathering:
 
 def attachment_status(tenant: Tenant, attachment: Attachment) -> tuple[bool, str | None]:
     """Whether the attached book is injected, and if not, why (W-9)."""
-    return book_injectable_for(tenant, attachment.book)
+    return book_injectable_for(tenant, attachment.book, link_token=attachment.link_token)
 
 
 def _book_joins(profile: str) -> tuple[str, ...]:
@@ -69,14 +71,14 @@ def _book_joins(profile: str) -> tuple[str, ...]:
     return ("book", "book__tenant") if profile == "smart" else ("book",)
 
 
-def _attached(tenant: Tenant, profile: str, **target: object) -> list[Book]:
+def _attached(tenant: Tenant, profile: str, **target: object) -> list[tuple[Book, str]]:
     rows = (
         Attachment.objects.for_tenant(tenant)
         .filter(**target)
         .select_related(*_book_joins(profile))
         .order_by("position", "id")
     )
-    return [row.book for row in rows]
+    return [(row.book, row.link_token) for row in rows]
 
 
 # Column names, not relations: the same SQL, compiled in about two thirds of the time (every turn).
@@ -88,26 +90,30 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
     tenant = chat.tenant
     ordered: list[GatheredBook] = []
 
-    def add(books: list[Book], *, label: str | None, via: str) -> None:
-        ordered.extend(GatheredBook(book=book, label=label, via=via) for book in books)
+    def add(books: list[tuple[Book, str]], *, label: str | None, via: str) -> None:
+        ordered.extend(GatheredBook(book=book, label=label, via=via, link_token=token) for book, token in books)
 
     if profile == "server":
         # Server-wide collections apply to every persona; the persona's book follows its lineage.
         add(
-            list(Book.objects.for_tenant(tenant).filter(scope=Scope.SERVER).order_by("id")),
+            [(b, "") for b in Book.objects.for_tenant(tenant).filter(scope=Scope.SERVER).order_by("id")],
             label=None,
             via="server",
         )
         if chat.character_id is not None:
             add(
-                list(
-                    Book.objects.for_tenant(tenant)
+                [
+                    (b, "")
+                    for b in Book.objects.for_tenant(tenant)
                     .filter(scope=Scope.PERSONA, lineage__characters=chat.character_id)
                     .order_by("id")
-                ),
+                ],
                 label=None,
                 via="persona",
             )
+        gathering = _dedupe(tenant, ordered)
+        used = {g.book.pk for g in gathering.books} | {left.book_id for left in gathering.left_out}
+        return Gathering(books=gathering.books, left_out=gathering.left_out + _server_unread(chat, used))
     else:
         cast: list[Character] = []
         if chat.kind == Chat.Kind.CHARACTER and chat.character_id is not None:
@@ -118,8 +124,8 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
                 .select_related(*_book_joins(profile))
                 .order_by("position", "id")
             )
-            add([r.book for r in rows if r.character_id], label=None, via="character")
-            add([r.book for r in rows if not r.character_id], label=None, via="tenant")
+            add([(r.book, r.link_token) for r in rows if r.character_id], label=None, via="character")
+            add([(r.book, r.link_token) for r in rows if not r.character_id], label=None, via="tenant")
             return _dedupe(tenant, ordered)
         elif chat.kind == Chat.Kind.GROUP:
             cast = list(chat.members.order_by("id"))
@@ -137,6 +143,38 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
     return _dedupe(tenant, ordered)
 
 
+_SERVER_READS = ("the server profile reads the server-wide collections and the persona's lineage book, "
+                 "not books attached to {target} (S-2)")
+
+
+def _server_unread(chat: Chat, used: set[int]) -> list[LeftOutBook]:
+    """Books attached to what the chat involves, which the server profile does not read: said, not dropped."""
+    targets = _TENANT_WIDE
+    if chat.character_id is not None:
+        targets |= Q(character_id=chat.character_id)
+    if chat.pk is not None and chat.kind == Chat.Kind.GROUP:
+        targets |= Q(character__in=chat.members.all())
+    if chat.story_id is not None:
+        targets |= Q(story_id=chat.story_id) | Q(character__stories=chat.story_id)
+    if chat.novel_id is not None:
+        targets |= Q(novel_id=chat.novel_id) | Q(character__novels=chat.novel_id)
+    # Plain tuples: this runs on every server turn, and usually finds nothing.
+    rows = (
+        Attachment.objects.for_tenant(chat.tenant).filter(targets).exclude(book_id__in=used)
+        .order_by("position", "id").values_list("book_id", "book__title", "character_id", "story_id", "novel_id")
+    )
+    left_out: list[LeftOutBook] = []
+    for book_id, title, character_id, story_id, novel_id in rows:
+        if book_id in used:
+            continue
+        used.add(book_id)
+        target = ("the character" if character_id else "the story" if story_id
+                  else "the novel" if novel_id else "the whole tenant")
+        reason = _SERVER_READS.format(target=target)
+        left_out.append(LeftOutBook(book_id=book_id, title=title, reason=reason[0].upper() + reason[1:]))
+    return left_out
+
+
 def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
     seen: set[int] = set()
     books: list[GatheredBook] = []
@@ -145,7 +183,7 @@ def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
         if gathered.book.pk in seen:
             continue  # attached twice: injected once, with the first label (W-8)
         seen.add(gathered.book.pk)
-        injectable, reason = book_injectable_for(tenant, gathered.book)
+        injectable, reason = book_injectable_for(tenant, gathered.book, link_token=gathered.link_token)
         if not injectable:
             left_out.append(LeftOutBook(book_id=gathered.book.pk, title=gathered.book.title, reason=reason or ""))
             continue

@@ -332,6 +332,9 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
         Chat.objects.for_tenant(actor.tenant).filter(pk=chat.pk).update(
             timed_state=answer.timed_state, turns=locked["turns"] + 1
         )
+        # What explains the turn is stored as it was answered (C-15): full when asked,
+        # else compact with the count of entries simply not matched.
+        summary = answer.request_log_summary
         usage = _usage_of(answer)
         log = RequestLog.objects.create(
             tenant=actor.tenant,
@@ -341,8 +344,10 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
             model_id=request.model_id or "",
             injections=answer.injection_rows(),
             world_index=[world_index_row(line) for line in answer.selection.world_index],
-            # What explains the turn is stored as the compact answer says it (C-15).
-            log=answer.log_rows("compact"),
+            log=answer.log_rows(),
+            log_detail=answer.log,
+            entries_considered=summary.entries,
+            not_matched=summary.not_matched,
             usage=usage,
             # Nothing injected, nothing to count: the usage sweep never needs to read it.
             usage_recorded_at=None if usage else timezone.now(),

@@ -55,6 +55,64 @@ def membership_set(*, tenant: Tenant, user: User, role: str) -> Membership:
     return membership
 
 
+def _admins_left(tenant: Tenant, *, without: Membership) -> bool:
+    return Membership.objects.for_tenant(tenant).filter(role=Membership.Role.ADMIN).exclude(pk=without.pk).exists()
+
+
+def _membership_get(tenant: Tenant, membership_id: int) -> Membership:
+    membership = Membership.objects.for_tenant(tenant).select_related("user").filter(pk=membership_id).first()
+    if membership is None:
+        raise NotFound("No such member.", field="id")
+    return membership
+
+
+@transaction.atomic
+def member_add(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER) -> Membership:
+    """Add a person (by email; the user is created if new) to the tenant with a role (S-1)."""
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"Unknown role {role!r}.", field="role")
+    user = user_get_or_create(email=email)
+    if Membership.objects.for_tenant(tenant).filter(user=user).exists():
+        raise Conflict(f"{user.email} is a member already; change the role instead.", field="email")
+    return Membership.objects.create(tenant=tenant, user=user, role=role)
+
+
+@transaction.atomic
+def member_role_change(*, tenant: Tenant, membership_id: int, role: str) -> Membership:
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"Unknown role {role!r}.", field="role")
+    membership = _membership_get(tenant, membership_id)
+    # A tenant with no admin could never add one again (only admins manage members).
+    if membership.role == Membership.Role.ADMIN and role != membership.role and not _admins_left(
+        tenant, without=membership
+    ):
+        raise Conflict("The last admin cannot stop being one; make another member admin first.", field="role",
+                       rule="S-1")
+    if membership.role != role:
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, tenant: Tenant, membership_id: int) -> None:
+    """Remove a member; their API keys in this tenant are revoked with them."""
+    membership = _membership_get(tenant, membership_id)
+    if membership.role == Membership.Role.ADMIN and not _admins_left(tenant, without=membership):
+        raise Conflict("The last admin cannot be removed.", field="id", rule="S-1")
+    # A key whose user has no membership would otherwise still act (as a member).
+    ApiKey.objects.for_tenant(tenant).filter(user=membership.user, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    membership.delete()
+
+
+def member_api_key_create(*, tenant: Tenant, membership_id: int, name: str, scopes: list[str]) -> IssuedKey:
+    """A key that acts as the member, with the member's role (never the admin's who made it)."""
+    membership = _membership_get(tenant, membership_id)
+    return api_key_create(tenant=tenant, name=name, scopes=scopes, user=membership.user)
+
+
 def api_key_create(*, tenant: Tenant, name: str, scopes: list[str], user: User | None = None) -> IssuedKey:
     unknown = set(scopes) - VALID_SCOPES
     if not scopes or unknown:

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books.models import Profile, Role
-from lore_platform.cast.api.answers import InjectionOut, LogRowOut, WorldIndexLineOut
+from lore_platform.cast.api.answers import InjectionOut, LogRowOut, LogSummaryOut, WorldIndexLineOut
 from lore_platform.cast.models import (
     Attachment,
     Character,
@@ -233,11 +233,24 @@ class _StoredLog(_StoredRows):
 class RequestLogOut(serializers.ModelSerializer):
     injections = _StoredInjections(read_only=True)
     world_index = _StoredWorldIndex(read_only=True)
-    log = _StoredLog(read_only=True, help_text="The compact request log the turn answered (C-15).")
+    log = _StoredLog(read_only=True, help_text="The request log as the turn answered it (C-15).")
+    log_detail = serializers.ChoiceField(choices=["compact", "full"], read_only=True,
+                                         help_text="full: every entry listed; compact: not-matched ones counted.")
+    request_log_summary = serializers.SerializerMethodField(
+        help_text="As in the live answer; null for logs stored before counts were kept."
+    )
 
     class Meta:
         model = RequestLog
-        fields = ["id", "turn", "profile", "model_id", "injections", "world_index", "log", "created_at"]
+        fields = ["id", "turn", "profile", "model_id", "injections", "world_index", "log", "log_detail",
+                  "request_log_summary", "created_at"]
+
+    @extend_schema_field(LogSummaryOut(allow_null=True))
+    def get_request_log_summary(self, row: RequestLog) -> dict[str, Any] | None:
+        if row.entries_considered is None or row.not_matched is None:
+            return None
+        return {"entries": row.entries_considered, "not_matched": row.not_matched,
+                "not_matched_listed": row.log_detail == "full"}
 
 
 class LoreOut(serializers.Serializer):
@@ -245,3 +258,38 @@ class LoreOut(serializers.Serializer):
     book = serializers.IntegerField()
     title = serializers.CharField()
     content = serializers.CharField()
+
+
+class PersonaOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class PersonaBookOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    entries = serializers.IntegerField(source="entry_count", help_text="Entries in the book (S-14: at most 250).")
+
+
+class PersonaGroupOut(serializers.Serializer):
+    """Personas sharing a lineage share one book, so the list groups them (S-2)."""
+
+    lineage = serializers.UUIDField(source="lineage.public_id")
+    lineage_key = serializers.CharField(source="lineage.key")
+    personas = PersonaOut(many=True)
+    book = PersonaBookOut(allow_null=True)
+
+
+class PersonaImportIn(serializers.Serializer):
+    file = serializers.FileField(help_text="A character card: PNG (chara/ccv3), CHARX or JSON.")
+    lineage_key = serializers.CharField(max_length=200, required=False, allow_blank=True,
+                                        help_text="Default: the card's name and creator.")
+    mode = serializers.ChoiceField(choices=["append", "replace"], default="append",
+                                   help_text="Into a lineage book that exists already (I-2).")
+
+
+class PersonaImportOut(serializers.Serializer):
+    character = CharacterOut()
+    character_created = serializers.BooleanField(help_text="False: a persona of this name was in the lineage.")
+    book = PersonaBookOut(allow_null=True, help_text="The lineage's book; null when the card had none (I-1).")
+    receipt = serializers.DictField(help_text="The import receipt (I-4), as POST /books/{id}/import answers it.")

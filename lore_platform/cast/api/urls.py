@@ -8,6 +8,8 @@ from lore_platform.cast.api.views import (
     CharacterViewSet,
     ChatViewSet,
     NovelViewSet,
+    PersonaImportView,
+    PersonaListView,
     StatelessContextView,
     StoryViewSet,
 )
@@ -21,6 +23,8 @@ router.register("attachments", AttachmentViewSet, basename="attachment")
 
 urlpatterns = [
     path("context", StatelessContextView.as_view(), name="context"),
+    path("personas", PersonaListView.as_view(), name="personas"),
+    path("personas/import", PersonaImportView.as_view(), name="persona-import"),
     path("books/<int:book_id>/preview", BookPreviewView.as_view(), name="book-preview"),
     path("books/<int:book_id>/lore/<int:entry_id>", BookLoreView.as_view(), name="book-lore"),
     *router.urls,

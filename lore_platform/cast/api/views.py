@@ -17,11 +17,14 @@ from lore_platform.cast import selectors as cast_selectors
 from lore_platform.cast import turns
 from lore_platform.cast.api import serializers as s
 from lore_platform.cast.api.answers import ContextOut, context_body
+from lore_platform.cast import personas
 from lore_platform.cast.attachments import attachment_delete, book_attach
 from lore_platform.cast.models import Attachment, Character, Chat, Novel, Story
 from lore_platform.cast.services import character_delete, character_import
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
+from books.api.io_views import CappedMultiPartParser
+from books.selectors import book_entry_count
 from retrieval.engine import values as ev
 from retrieval.lookup import lore_lookup
 from sharing.selectors import book_for_attach
@@ -83,6 +86,34 @@ class CharacterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantV
     def destroy(self, request: Request, pk: str) -> Response:
         character_delete(tenant=self.actor.tenant, character=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PersonaListView(TenantAPIView):
+    @extend_schema(responses=s.PersonaGroupOut(many=True), summary="Personas grouped by lineage (S-2)")
+    def get(self, request: Request) -> Response:
+        return Response(s.PersonaGroupOut(personas.persona_groups(actor=self.actor), many=True).data)
+
+
+class PersonaImportView(TenantAPIView):
+    parser_classes = [CappedMultiPartParser]
+
+    @extend_schema(request={"multipart/form-data": s.PersonaImportIn}, responses={201: s.PersonaImportOut},
+                   summary="Import a character card as a persona (the seed's /persona import)",
+                   description="The card's character joins its lineage and the card's Character Book goes into "
+                               "the lineage's book, in one transaction; admins only (S-1). All or nothing (I-3).")
+    def post(self, request: Request) -> Response:
+        data = s.PersonaImportIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        done = personas.persona_import(
+            actor=self.actor, data=upload.read(), filename=upload.name,
+            lineage_key=data.validated_data.get("lineage_key") or None, mode=data.validated_data["mode"],
+        )
+        if done.book is not None:
+            done.book.entry_count = book_entry_count(done.book)  # type: ignore[attr-defined]
+        body = {"character": done.character, "character_created": done.created, "book": done.book,
+                "receipt": done.receipt}
+        return Response(s.PersonaImportOut(body).data, status=status.HTTP_201_CREATED)
 
 
 class StoryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSet):

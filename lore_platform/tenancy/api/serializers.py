@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from lore_platform.tenancy.models import ApiKey, Tenant
+from lore_platform.tenancy.models import ApiKey, Membership, Tenant
 
 
 class TenantOut(serializers.ModelSerializer):
@@ -32,3 +32,19 @@ class ApiKeyCreatedOut(ApiKeyOut):
 
     class Meta(ApiKeyOut.Meta):
         fields = [*ApiKeyOut.Meta.fields, "key"]
+
+
+class MemberOut(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The membership's id.")
+    email = serializers.EmailField(source="user.email")
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    created_at = serializers.DateTimeField()
+
+
+class MemberAddIn(serializers.Serializer):
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+
+
+class MemberRoleIn(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Membership.Role.choices)

@@ -1,9 +1,10 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from lore_platform.tenancy.api.views import ApiKeyViewSet, TenantView
+from lore_platform.tenancy.api.views import ApiKeyViewSet, MemberViewSet, TenantView
 
 router = SimpleRouter(trailing_slash=False)
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
+router.register("members", MemberViewSet, basename="member")
 
 urlpatterns = [path("tenant", TenantView.as_view(), name="tenant"), *router.urls]

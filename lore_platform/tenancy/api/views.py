@@ -12,8 +12,16 @@ from rest_framework.response import Response
 from lore_platform.api.base import TenantAPIView, TenantViewSet
 from lore_platform.tenancy import services
 from lore_platform.tenancy.actor import Actor
-from lore_platform.tenancy.api.serializers import ApiKeyCreatedOut, ApiKeyCreateIn, ApiKeyOut, CallerOut
-from lore_platform.tenancy.models import ApiKey
+from lore_platform.tenancy.api.serializers import (
+    ApiKeyCreatedOut,
+    ApiKeyCreateIn,
+    ApiKeyOut,
+    CallerOut,
+    MemberAddIn,
+    MemberOut,
+    MemberRoleIn,
+)
+from lore_platform.tenancy.models import ApiKey, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
 
 
@@ -28,6 +36,12 @@ class TenantView(TenantAPIView):
             "user_email": actor.user.email if actor.user else None,
         }
         return Response(CallerOut(data).data)
+
+
+def _key_created(issued: services.IssuedKey) -> Response:
+    body: dict[str, Any] = dict(ApiKeyOut(issued.api_key).data)
+    body["key"] = issued.secret
+    return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSet):
@@ -50,12 +64,54 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantView
             scopes=data.validated_data["scopes"],
             user=self.actor.user,
         )
-        body: dict[str, Any] = dict(ApiKeyOut(issued.api_key).data)
-        body["key"] = issued.secret
-        return Response(body, status=status.HTTP_201_CREATED)
+        return _key_created(issued)
 
     @extend_schema(request=None, responses=ApiKeyOut)
     @action(detail=True, methods=["post"])
     def revoke(self, request: Request, pk: str) -> Response:
         api_key = services.api_key_revoke(tenant=self.actor.tenant, key_id=int(pk))
         return Response(ApiKeyOut(api_key).data)
+
+
+class MemberViewSet(mixins.ListModelMixin, TenantViewSet):
+    """The tenant's members (S-1). Admins only: add by email, change a role, remove, issue a key."""
+
+    permission_classes = [IsTenantAdmin]
+    serializer_class = MemberOut
+    lookup_value_regex = r"\d+"
+
+    def scoped_queryset(self, actor: Actor) -> QuerySet[Membership]:
+        return Membership.objects.for_tenant(actor.tenant).select_related("user").order_by("created_at", "id")
+
+    @extend_schema(request=MemberAddIn, responses={201: MemberOut}, summary="Add (invite) a member by email")
+    def create(self, request: Request) -> Response:
+        data = MemberAddIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = services.member_add(tenant=self.actor.tenant, **data.validated_data)
+        return Response(MemberOut(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=MemberRoleIn, responses=MemberOut, summary="Change a member's role")
+    def partial_update(self, request: Request, pk: str) -> Response:
+        data = MemberRoleIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = services.member_role_change(
+            tenant=self.actor.tenant, membership_id=int(pk), role=data.validated_data["role"]
+        )
+        return Response(MemberOut(membership).data)
+
+    @extend_schema(request=None, responses={204: None}, summary="Remove a member (their keys are revoked)")
+    def destroy(self, request: Request, pk: str) -> Response:
+        services.member_remove(tenant=self.actor.tenant, membership_id=int(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=ApiKeyCreateIn, responses={201: ApiKeyCreatedOut},
+                   summary="An API key acting as this member, with the member's rights")
+    @action(detail=True, methods=["post"], url_path="api-keys")
+    def api_keys(self, request: Request, pk: str) -> Response:
+        data = ApiKeyCreateIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        issued = services.member_api_key_create(
+            tenant=self.actor.tenant, membership_id=int(pk), name=data.validated_data["name"],
+            scopes=data.validated_data["scopes"],
+        )
+        return _key_created(issued)
