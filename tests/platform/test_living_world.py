@@ -367,9 +367,10 @@ def test_a_reply_revert_is_all_or_nothing(tenant_a):
     book = _living(tenant_a)
     salt = make_entry(book, title="Salt", content="Salt is money in Varn; the guild weighs it.")
     chat, _ = _play(tenant_a, book)
-    _create(tenant_a.member_client, chat, reply="r1")
+    created = _create(tenant_a.member_client, chat, reply="r1")["result"]["entry"]
     _call(tenant_a.member_client, chat, "lore_append", reply="r1", entry=salt.pk, text="Black salt is forbidden.")
-    Entry.objects.filter(pk=salt.pk).update(content="Rewritten by hand, on purpose.")
+    # The newest write (the append) would undo cleanly; the older one's entry was edited by hand.
+    Entry.objects.filter(pk=created).update(content="Rewritten by hand, on purpose.")
     before = {e.pk: e.content for e in _entries(book).values()}
     response = tenant_a.member_client.post(f"/api/v1/chats/{chat}/replies/r1/revert")
     assert response.status_code == 409 and response.json()["error"]["code"] == "undo_conflict"
