@@ -27,7 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from books import limits
-from books.access import access_book, book_edit_check
+from books.access import access_book, book_can_read
 from books.models import Book, Entry, LoreWrite, Profile, Visibility
 from books.services import entry_create, entry_delete, entry_update
 from lore_platform.errors import Conflict, LimitExceeded, NotFound, PermissionDenied, ValidationFailed
@@ -450,8 +450,11 @@ def lore_write_reject(*, actor: Actor, book: Book, write_id: int | str) -> LoreW
 
 
 def lore_writes_list(*, actor: Actor, book: Book, state: str | None = None) -> Any:
-    """The book's AI updates, newest first (L-4); only its editor sees them."""
-    book_edit_check(actor, book)
+    """The book's AI updates, newest first (L-4): its owner sees them, with a read key too."""
+    if not book_can_read(actor, book):
+        raise NotFound("No such book.", field="book")
+    if book.owner_id is None or actor.user is None or book.owner_id != actor.user.pk:
+        raise PermissionDenied("Only the book's owner sees its AI updates (L-4).", rule="L-4")
     rows = LoreWrite.objects.for_tenant(actor.tenant).filter(book=book).order_by("-created_at", "-id")
     if state:
         if state not in LoreWrite.State.values:

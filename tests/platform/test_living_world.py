@@ -415,3 +415,35 @@ def test_a_held_write_can_be_rejected_and_review_is_off_by_default(tenant_a):
     assert response.status_code == 200 and response.json()["state"] == "rejected" and _entries(book) == {}
     again = tenant_a.member_client.post(f"/api/v1/books/{book.pk}/ai-updates/{write}/accept", {}, format="json")
     assert again.status_code == 409
+
+
+# --- who may call the new endpoints ------------------------------------------------------------
+
+
+def test_permission_matrix_of_the_living_world_endpoints(tenant_a, tenant_b, anon_client):
+    book = _living(tenant_a)
+    chat, _ = _play(tenant_a, book)
+    write = _create(tenant_a.member_client, chat)["result"]["write"]
+    state = lambda: (list(_writes(book).values_list("pk", "state")), sorted(_entries(book)))  # noqa: E731
+    before = state()
+    call = {"reply_id": "r9", "tool_call": {"id": "c", "function": {"name": "lore_create",
+                                                                     "arguments": {"title": "Mill", "lore": LORE}}}}
+    undo = f"/api/v1/books/{book.pk}/ai-updates/{write}/undo"
+    cases = [
+        (anon_client, (401, 403), (401, 403)),
+        (tenant_b.member_client, (404,), (404,)),                # another tenant
+        (tenant_a.admin_client, (200,), (404,)),                  # not the owner: a refusal result / invisible
+        (tenant_a.client(tenant_a.read_key), (403,), (403,)),     # the owner's key without the write scope
+    ]
+    for client, tool_status, undo_status in cases:
+        response = client.post(f"/api/v1/chats/{chat}/tool-calls", call, format="json")
+        assert response.status_code in tool_status
+        if response.status_code == 200:
+            assert response.json()["ok"] is False
+        assert client.post(undo).status_code in undo_status
+        listed = client.get(f"/api/v1/books/{book.pk}/ai-updates").status_code
+        assert listed == 200 if client is cases[3][0] else listed in undo_status
+        assert state() == before
+    assert tenant_a.client(tenant_a.read_key).get(f"/api/v1/books/{book.pk}/ai-updates").status_code == 200
+    assert tenant_a.admin_client.get(f"/api/v1/books/{book.pk}/ai-updates").status_code == 404
+    assert _undo(tenant_a, book, write).status_code == 200  # the owner with the write scope
