@@ -313,22 +313,20 @@ def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
             "so undo that one first (L-4).",
             field="write", rule="L-4", code="undo_order", details={"newer": newer_ids},
         )
-    entry = Entry.objects.for_tenant(book.tenant).filter(book=book, pk=write.entry_id).first() \
-        if write.entry_id is not None else None
+    entry = Entry.objects.for_tenant(book.tenant).filter(book=book, pk=write.entry_id).first()
     if entry is None:
-        raise Conflict("The entry this AI update wrote was deleted since; there is nothing to undo.",
-                       field="write", rule="L-4", code="undo_conflict", details={"changed": ["deleted"]})
-    changed = _changes_since(write, entry)
-    if changed:
+        pass  # deleted by hand since: nothing of this write is left, so it is undone as it stands
+    elif changed := _changes_since(write, entry):
         raise Conflict(
             f"The entry \"{entry.title}\" changed since this AI update ({', '.join(changed)} edited); undoing it "
             "would lose that change, so it stays. Edit the entry by hand instead (L-4).",
             field="write", rule="L-4", code="undo_conflict", details={"changed": changed, "entry": entry.pk},
         )
-    entry.book = book
-    if write.kind == LoreWrite.Kind.CREATE:
+    elif write.kind == LoreWrite.Kind.CREATE:
+        entry.book = book
         entry_delete(actor=actor, entry=entry)
     else:
+        entry.book = book
         entry_update(actor=actor, entry=entry, content=write.content_before)
     write.state = LoreWrite.State.UNDONE
     write.decided_at = timezone.now()

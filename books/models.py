@@ -260,8 +260,9 @@ class LoreWrite(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="lore_writes")
     book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="lore_writes")
-    # Null: held create not accepted yet, or the entry was deleted since.
-    entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.SET_NULL, related_name="lore_writes")
+    # Null while a held create waits. No constraint: the record keeps the id of an entry undone or deleted.
+    entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False,
+                              related_name="lore_writes")
     # The chat lives in the cast app above books: its id, not a foreign key.
     chat_id = models.BigIntegerField()
     reply_id = models.CharField(max_length=120)

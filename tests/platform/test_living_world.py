@@ -447,3 +447,14 @@ def test_permission_matrix_of_the_living_world_endpoints(tenant_a, tenant_b, ano
     assert tenant_a.client(tenant_a.read_key).get(f"/api/v1/books/{book.pk}/ai-updates").status_code == 200
     assert tenant_a.admin_client.get(f"/api/v1/books/{book.pk}/ai-updates").status_code == 404
     assert _undo(tenant_a, book, write).status_code == 200  # the owner with the write scope
+
+
+def test_an_entry_deleted_by_hand_does_not_block_reverting_its_reply(tenant_a):
+    book = _living(tenant_a)
+    chat, _ = _play(tenant_a, book)
+    write = _create(tenant_a.member_client, chat, reply="r1")["result"]
+    assert tenant_a.member_client.delete(f"/api/v1/books/{book.pk}/entries/{write['entry']}").status_code == 204
+    response = tenant_a.member_client.post(f"/api/v1/chats/{chat}/replies/r1/revert")
+    assert response.status_code == 200 and response.json()["reverted"][0]["state"] == "undone"
+    row = _updates(tenant_a, book)[0]
+    assert row["entry"] == write["entry"] and row["decided_by"] == "reply_reverted"  # the record stays traceable
