@@ -300,11 +300,13 @@ def _undo(setup, book, write_id):
     return setup.member_client.post(f"/api/v1/books/{book.pk}/ai-updates/{write_id}/undo")
 
 
-def test_every_write_is_listed_with_its_chat_reply_model_time_and_text(tenant_a):
+def test_every_write_is_listed_with_its_chat_reply_model_time_and_text(tenant_a, validate):
     book = _living(tenant_a)
     chat, _ = _play(tenant_a, book)
-    _create(tenant_a.member_client, chat, reply="reply-7")
+    validate(_create(tenant_a.member_client, chat, reply="reply-7"), "ToolCallOut")
+    validate(_create(tenant_a.member_client, chat, title="G"), "ToolCallOut")  # a refusal, documented too
     rows = _updates(tenant_a, book)
+    validate(rows, "LoreWriteOut", many=True)
     assert len(rows) == 1
     row = rows[0]
     assert (row["chat"], row["reply"], row["model"], row["kind"], row["state"], row["text"]) == (
@@ -347,7 +349,7 @@ def test_undo_after_a_manual_edit_is_a_clear_conflict(tenant_a):
     assert _entries(book)["Glass Tower"].content == edited
 
 
-def test_a_regenerated_reply_reverts_both_its_writes(tenant_a):
+def test_a_regenerated_reply_reverts_both_its_writes(tenant_a, validate):
     book = _living(tenant_a)
     original = "Salt is money in Varn; the guild weighs it."
     salt = make_entry(book, title="Salt", content=original)
@@ -357,6 +359,7 @@ def test_a_regenerated_reply_reverts_both_its_writes(tenant_a):
     kept = _create(tenant_a.member_client, chat, reply="r0", title="Old Mill")["result"]
     response = tenant_a.member_client.post(f"/api/v1/chats/{chat}/replies/r1/revert")
     assert response.status_code == 200, response.content
+    validate(response.json(), "ReplyRevertOut")
     assert sorted(w["state"] for w in response.json()["reverted"]) == ["undone", "undone"]
     salt.refresh_from_db()
     assert salt.content == original and set(_entries(book)) == {"Salt", "Old Mill"}
