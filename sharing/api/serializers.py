@@ -216,8 +216,7 @@ class SharingOut(serializers.Serializer):
     attach_count = serializers.IntegerField()
     source = SourceOut(allow_null=True, help_text="Provenance, when this book is a copy (P-2).")
     translations = TranslationLineOut(many=True)
-    notices = NoticeOut(many=True, required=False,
-                        help_text="What a change also did, e.g. the living world turned off (L-1).")
+    notices = NoticeOut(many=True, help_text="What a change also did, e.g. the living world turned off (L-1).")
 
 
 def link_path(token: str) -> str:
@@ -261,6 +260,7 @@ def sharing_out(state: SharingState) -> dict[str, Any]:
             {"language": t.language, "status": t.status, "version": t.version, "message": t.message}
             for t in state.translations
         ],
+        "notices": [],
     }
 
 

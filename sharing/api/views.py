@@ -228,10 +228,10 @@ class VisibilityView(TenantAPIView):
         services.book_visibility_set(actor=self.actor, book=book, visibility=data["visibility"])
         body = sharing_out(selectors.book_sharing_state(self.actor, book))
         if was_living and not book.living_world:
-            body["notices"] = [{"code": "living_world_off", "rule": "L-1", "message": (
+            body["notices"].append({"code": "living_world_off", "rule": "L-1", "message": (
                 f"The living world is now off: it works only on private books, and this book is "
                 f"{book.visibility}. The model no longer writes into it; turning it back on needs the book "
-                "private again.")}]
+                "private again.")})
         return Response(body)
 
 

@@ -272,7 +272,7 @@ class ToolCallIn(serializers.Serializer):
 
 
 class ToolMessageOut(serializers.Serializer):
-    role = serializers.ChoiceField(choices=["tool"])
+    role = serializers.CharField(help_text="Always tool.")
     tool_call_id = serializers.CharField(allow_blank=True)
     content = serializers.CharField(help_text="JSON text of `result`, for the model to read.")
 
