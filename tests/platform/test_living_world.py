@@ -243,9 +243,9 @@ def test_a_grown_entry_is_at_most_20000_characters(tenant_a, grown, ok):
 @pytest.mark.parametrize("arguments, field, rule", [
     ({"title": "G"}, "title", "W-12"),
     ({"title": "G" * 101}, "title", "W-12"),
-    ({"lore": "too short lore"}, "content", "W-12"),
-    ({"aliases": [f"a{i}" for i in range(51)]}, "keys", "W-12"),
-    ({"aliases": ["a" * 121]}, "keys[0]", "W-12"),
+    ({"lore": "too short lore"}, "lore", "W-12"),
+    ({"aliases": [f"a{i}" for i in range(51)]}, "aliases", "W-12"),
+    ({"aliases": ["a" * 121]}, "aliases[0]", "W-12"),
 ])
 def test_w12_title_lore_and_alias_rules_are_refusals_the_model_reads(tenant_a, arguments, field, rule):
     book = _living(tenant_a)
