@@ -105,6 +105,7 @@ def _collection(book: Book) -> CollectionState:
         tags=tuple(book.tags or ()),
         language=book.language,
         living_world=book.living_world,
+        living_world_review=book.living_world_review,
     )
 
 

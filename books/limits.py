@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from lore_platform.errors import LimitExceeded, ValidationFailed
@@ -110,6 +111,8 @@ LIVING_WORLD_WRITES_PER_DAY = Limit(value=30, rule="L-3", unit="writes")
 LIVING_WORLD_NEW_ENTRY = Limit(value=4_000, rule="L-3")
 LIVING_WORLD_APPEND = Limit(value=2_000, rule="L-3")
 LIVING_WORLD_GROWN_ENTRY = Limit(value=20_000, rule="L-3")
+# The write budget's window rolls: any 24 hours, not a calendar day.
+LIVING_WORLD_WINDOW = timedelta(hours=24)
 
 # W-1: the canon budget, a share of the model's input window with a cap (the engine's rule table;
 # ``retrieval.engine.smart.canon_budget`` computes it).

@@ -93,6 +93,8 @@ class Book(models.Model):
     whole_words = models.BooleanField(default=True)
 
     living_world = models.BooleanField(default=False)
+    # L-4 (beyond the seed): the model's writes wait for the owner's approval instead of applying.
+    living_world_review = models.BooleanField(default=False)
     # Bumped on every change to the book or its entries; compiled matchers and caches key on it.
     version = models.PositiveIntegerField(default=1)
     # Book-level fields from imports that we do not model (lossless export).
@@ -235,3 +237,58 @@ class Entry(models.Model):
     def has_unresolved_channel(self) -> bool:
         """S-13: a legacy `#channel` no admin has resolved yet (counts as all channels)."""
         return bool(self.unresolved_channels)
+
+
+class LoreWrite(models.Model):
+    """One write the model made into a living book (L-4): the record behind "AI updates".
+
+    What the model wrote (``kind``, ``title``, ``aliases``, ``text``) and where
+    it came from (chat, reply, model) never change. ``state`` moves
+    held → applied/rejected and applied → undone; ``content_before`` /
+    ``content_after`` are the entry's lore around the applied write, so an undo
+    can tell whether anything changed since. ``edit_*`` keep the owner's edits
+    to a held write until it is accepted.
+    """
+
+    class Kind(models.TextChoices):
+        CREATE = "create", "New entry"
+        APPEND = "append", "Appended to an entry"
+
+    class State(models.TextChoices):
+        APPLIED = "applied", "Applied"
+        HELD = "held", "Held for review"
+        REJECTED = "rejected", "Rejected"
+        UNDONE = "undone", "Undone"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="lore_writes")
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="lore_writes")
+    # Null while a held create waits. No constraint: the record keeps the id of an entry undone or deleted.
+    entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False,
+                              related_name="lore_writes")
+    # The chat lives in the cast app above books: its id, not a foreign key.
+    chat_id = models.BigIntegerField()
+    reply_id = models.CharField(max_length=120)
+    model = models.CharField(max_length=120, blank=True, default="")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    title = models.CharField(max_length=200, blank=True, default="")
+    aliases = models.JSONField(default=list, blank=True)
+    text = models.TextField()
+    state = models.CharField(max_length=8, choices=State.choices)
+    edit_title = models.CharField(max_length=200, null=True, blank=True)
+    edit_aliases = models.JSONField(null=True, blank=True)
+    edit_text = models.TextField(null=True, blank=True)
+    content_before = models.TextField(blank=True, default="")
+    content_after = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # "undo", "reply_reverted", "accepted", "rejected": why the state last changed.
+    decided_by = models.CharField(max_length=16, blank=True, default="")
+
+    objects: TenantScopedManager[LoreWrite] = TenantScopedManager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["book", "created_at"], name="lorewrite_book_time"),
+            models.Index(fields=["tenant", "chat_id", "reply_id"], name="lorewrite_reply"),
+        ]

@@ -35,6 +35,9 @@ class BookFieldsIn(serializers.Serializer):
     case_sensitive = serializers.BooleanField(required=False)
     whole_words = serializers.BooleanField(required=False)
     living_world = serializers.BooleanField(required=False, help_text="World books only; private and owned (L-1).")
+    living_world_review = serializers.BooleanField(
+        required=False, help_text="Hold the model's writes for the owner's approval instead of applying them (L-4)."
+    )
     channels = serializers.ListField(
         child=serializers.CharField(),
         required=False,
@@ -101,6 +104,7 @@ class BookOut(serializers.ModelSerializer):
             "case_sensitive",
             "whole_words",
             "living_world",
+            "living_world_review",
             "version",
             "extra",
             "entry_count",

@@ -121,6 +121,7 @@ class CollectionState:
     tags: tuple[str, ...] = ()
     language: str = "en"
     living_world: bool = False
+    living_world_review: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

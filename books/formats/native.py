@@ -25,7 +25,8 @@ Schema, version 1 (``NATIVE_SCHEMA`` is the machine-readable JSON Schema)::
               "owner": str|null,           # the owner's email; null = tenant
               "visibility": "private"|"unlisted"|"public",
               "active": bool, "channels": [str], "tags": [str],
-              "language": str, "living_world": bool},
+              "language": str, "living_world": bool,
+              "living_world_review": bool},
           "extra": {...},                  # book fields from imports we do not model
           "entries": [
             {"title": str, "content": str, "keys": [str], "secondary_keys": [str],
@@ -203,6 +204,7 @@ def _collection(raw: Any, path: str) -> CollectionState | None:
         tags=_strings(raw.get("tags"), f"{path}.tags"),
         language=as_text(raw.get("language"), f"{path}.language", "en"),
         living_world=as_bool(raw.get("living_world"), f"{path}.living_world", False),
+        living_world_review=as_bool(raw.get("living_world_review"), f"{path}.living_world_review", False),
     )
 
 
@@ -356,6 +358,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                             "tags": _STR_LIST,
                             "language": {"type": "string"},
                             "living_world": {"type": "boolean"},
+                            "living_world_review": {"type": "boolean"},
                         },
                     },
                     "extra": {"type": "object"},

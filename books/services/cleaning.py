@@ -32,6 +32,7 @@ BOOK_EDITABLE_FIELDS = frozenset(
         "case_sensitive",
         "whole_words",
         "living_world",
+        "living_world_review",
         "channels",
         "extra",
     }
@@ -111,7 +112,7 @@ def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
             cleaned[name] = _as_str_list(value, name, dedupe=True)
         elif name in ("scan_depth", "token_budget"):
             cleaned[name] = _as_int(value, name, nullable=True)
-        elif name in ("recursive", "case_sensitive", "whole_words", "living_world", "active"):
+        elif name in ("recursive", "case_sensitive", "whole_words", "living_world", "living_world_review", "active"):
             cleaned[name] = _as_bool(value, name)
         elif name == "extra":
             cleaned[name] = _as_dict(value, name)

@@ -233,6 +233,8 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
                 fields["channels"] = list(c.channels)
             if c.living_world:
                 fields["living_world"] = True
+            if c.living_world_review:
+                fields["living_world_review"] = True
             if plan.lineage_key is not None:
                 lineage = lineages.get(plan.lineage_key) or lineage_get_or_create(
                     tenant=actor.tenant, key=plan.lineage_key

@@ -60,6 +60,7 @@ def chat_create(
         raise ValidationFailed(f"profile must be one of {sorted(PROFILES)}.", field="profile")
     chat = Chat(
         tenant=actor.tenant,
+        owner=actor.user,
         kind=kind,
         channel_id=channel_id or "",
         parent_channel_id=parent_channel_id or "",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -94,6 +95,10 @@ class Chat(models.Model):
         NOVEL = "novel", "Novel"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="chats")
+    # Who plays it: the living world writes only from the book owner's own chats (L-1).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats"
+    )
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHARACTER)
     character = models.ForeignKey(Character, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats")
     members = models.ManyToManyField(Character, blank=True, related_name="group_chats")

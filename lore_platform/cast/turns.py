@@ -26,7 +26,9 @@ from typing import Any, Literal
 from django.db import transaction
 from django.utils import timezone
 
+from books.living import living_tools_schema
 from books.models import Book
+from lore_platform.cast.living import chat_living_books
 from lore_platform.cast.models import Character, Chat, Novel, RequestLog, Story
 from lore_platform.cast.selectors import GatheredBook, Gathering, chat_books_gather
 from lore_platform.cast.usage import request_usage_sweep_soon
@@ -329,6 +331,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
             raise NotFound("No such chat.", field="id")
         answer = turn_run(request=request, profile=profile, gathering=gathering,
                           state=locked["timed_state"] or {}, seed=f"chat-{chat.pk}", meaning=meaning)
+        answer = replace(answer, tools=answer.tools + living_world_tools(chat, gathering, request))
         Chat.objects.for_tenant(actor.tenant).filter(pk=chat.pk).update(
             timed_state=answer.timed_state, turns=locked["turns"] + 1
         )
@@ -356,6 +359,13 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
             # Counted off the request path, many turns at once (cast/usage.py).
             transaction.on_commit(request_usage_sweep_soon, robust=True)
     return replace(answer, request_log_id=log.pk)
+
+
+def living_world_tools(chat: Chat, gathering: Gathering, request: TurnInput) -> tuple[dict[str, Any], ...]:
+    """L-1/L-2: ``lore_create`` / ``lore_append`` for a tool-capable model in the owner's chat of a living book."""
+    if not request.tools:
+        return ()
+    return living_tools_schema(chat_living_books(chat, [g.book for g in gathering.books]))
 
 
 def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:

@@ -204,6 +204,12 @@ class TranslationLineOut(serializers.Serializer):
     message = serializers.CharField(allow_null=True)
 
 
+class NoticeOut(serializers.Serializer):
+    code = serializers.CharField()
+    rule = serializers.CharField()
+    message = serializers.CharField()
+
+
 class SharingOut(serializers.Serializer):
     book_id = serializers.IntegerField()
     visibility = serializers.CharField()
@@ -219,6 +225,7 @@ class SharingOut(serializers.Serializer):
     attach_count = serializers.IntegerField()
     source = SourceOut(allow_null=True, help_text="Provenance, when this book is a copy (P-2).")
     translations = TranslationLineOut(many=True)
+    notices = NoticeOut(many=True, help_text="What a change also did, e.g. the living world turned off (L-1).")
 
 
 def link_path(token: str) -> str:
@@ -262,6 +269,7 @@ def sharing_out(state: SharingState) -> dict[str, Any]:
             {"language": t.language, "status": t.status, "version": t.version, "message": t.message}
             for t in state.translations
         ],
+        "notices": [],
     }
 
 

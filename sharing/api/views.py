@@ -274,8 +274,15 @@ class VisibilityView(TenantAPIView):
     def post(self, request: Request, book_id: int) -> Response:
         data = _parse(VisibilityIn, request.data)
         book = access_book(self.actor, book_id)
+        was_living = book.living_world
         services.book_visibility_set(actor=self.actor, book=book, visibility=data["visibility"])
-        return Response(sharing_out(selectors.book_sharing_state(self.actor, book)))
+        body = sharing_out(selectors.book_sharing_state(self.actor, book))
+        if was_living and not book.living_world:
+            body["notices"].append({"code": "living_world_off", "rule": "L-1", "message": (
+                f"The living world is now off: it works only on private books, and this book is "
+                f"{book.visibility}. The model no longer writes into it; turning it back on needs the book "
+                "private again.")})
+        return Response(body)
 
 
 @extend_schema(tags=["sharing"])

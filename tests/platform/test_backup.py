@@ -21,7 +21,8 @@ from tests.books.io_support import assert_same_lore, entry_rows, tenant_state
 
 pytestmark = pytest.mark.django_db
 
-COLLECTION = ("profile", "scope", "visibility", "active", "channels", "tags", "language", "living_world", "description")
+COLLECTION = ("profile", "scope", "visibility", "active", "channels", "tags", "language", "living_world", "living_world_review",
+              "description")
 
 
 def _lore(setup: Any) -> dict[str, Book]:
@@ -48,7 +49,8 @@ def _lore(setup: Any) -> dict[str, Book]:
             recursive=True,
             extra={"wi": {"originalData": {"name": "x"}}},
         ),
-        "world": make_book(setup, owner="admin", profile=Profile.SMART, title="World", living_world=True),
+        "world": make_book(setup, owner="admin", profile=Profile.SMART, title="World", living_world=True,
+                           living_world_review=True),
         "admins": make_book(setup, owner="admin", title="Admin's own", description="Kept"),
         "public": make_book(setup, owner="member", title="Published", visibility="public"),
     }
@@ -118,6 +120,7 @@ def test_backup_and_restore_into_another_tenant(tenant_a, tenant_b):
         owners["My notes"] == tenant_a.member and owners["Admin's own"] == tenant_b.admin
     )  # not a member: the restorer
     assert owners["World"] == tenant_b.admin and _restored(tenant_b.tenant, "World").living_world is True
+    assert _restored(tenant_b.tenant, "World").living_world_review is True
     assert owners["Server rules"] is None and owners["Hero lore"] is None
     assert any("admin@alpha.test" in w for w in receipt["warnings"])
     persona = _restored(tenant_b.tenant, "Hero lore")

@@ -81,8 +81,72 @@ class BookLeftOutOut(serializers.Serializer):
     reason = serializers.CharField(help_text="Why the turn did not use it, in words.")
 
 
-@extend_schema_field({"type": "object", "additionalProperties": True,
-                      "description": "A tool in the OpenAI function-calling format."})
+def _arg(description: str) -> dict[str, Any]:
+    # One argument's JSON Schema (type, lengths, enum), as the model receives it.
+    return {"type": "object", "additionalProperties": True, "description": description}
+
+
+def _tool_schema(name: str, description: str, arguments: dict[str, str], required: list[str]) -> dict[str, Any]:
+    """A tool in the OpenAI function-calling format, its arguments named one by one."""
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["type", "function"],
+        "properties": {
+            "type": {"type": "string", "enum": ["function"]},
+            "function": {
+                "type": "object",
+                "required": ["name", "description", "parameters"],
+                "properties": {
+                    "name": {"type": "string", "enum": [name]},
+                    "description": {"type": "string", "description": "What the tool is for, written for the model."},
+                    "parameters": {
+                        "type": "object",
+                        "description": "JSON Schema of the arguments.",
+                        "required": ["type", "properties", "required", "additionalProperties"],
+                        "properties": {
+                            "type": {"type": "string", "enum": ["object"]},
+                            "properties": {
+                                "type": "object",
+                                "properties": {arg: _arg(text) for arg, text in arguments.items()},
+                            },
+                            "required": {"type": "array", "items": {"type": "string"},
+                                         "description": f"Always {', '.join(required)}."},
+                            "additionalProperties": {"type": "boolean", "enum": [False]},
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+BOOK_ARG = ("Only when several living books are attached: which one (an enum of their ids; the description says "
+            "what each book is for).")
+LOOKUP_TOOL = _tool_schema(
+    "lore_lookup", "W-5: read the full text of a world-index topic; run it with GET /api/v1/chats/{id}/lore/{entry}.",
+    {"entry": "integer: the entry id from the world index."}, ["entry"],
+)
+LORE_CREATE_TOOL = _tool_schema(
+    "lore_create", "L-2: the model adds a new when-relevant entry (never canon) to a living book; run it with POST "
+    "/api/v1/chats/{id}/tool-calls.",
+    {"book": BOOK_ARG, "title": "string, 2–100 characters (W-12).",
+     "lore": "string, 20–4,000 characters (W-12, L-3).",
+     "aliases": "array of at most 50 strings of ≤120 characters (W-12)."},
+    ["title", "lore (and book, with several living books)"],
+)
+LORE_APPEND_TOOL = _tool_schema(
+    "lore_append", "L-2: the model adds text at the end of an entry of a living book (never a rewrite or a delete); "
+    "run it with POST /api/v1/chats/{id}/tool-calls.",
+    {"book": BOOK_ARG, "entry": "integer: the entry to grow.",
+     "text": "string, at most 2,000 characters; the grown entry at most 20,000 (L-3)."},
+    ["entry", "text (and book, with several living books)"],
+)
+
+
+@extend_schema_field({"oneOf": [LOOKUP_TOOL, LORE_CREATE_TOOL, LORE_APPEND_TOOL],
+                      "description": "A tool in the OpenAI function-calling format: the lookup tool (W-5), or the "
+                                     "living world's lore_create / lore_append (L-1..L-3)."})
 class ToolField(serializers.DictField):
     pass
 
@@ -109,7 +173,8 @@ class ContextOut(serializers.Serializer):
     tokenizer = TokenizerOut()
     injections = InjectionOut(many=True, help_text="In prompt order.")
     world_index = WorldIndexLineOut(many=True)
-    tools = serializers.ListField(child=ToolField(), help_text="Tools for tool-capable models (the lookup tool, W-5).")
+    tools = serializers.ListField(child=ToolField(), help_text="Tools for tool-capable models: the lookup tool (W-5); "
+                                  "lore_create and lore_append in the owner's chats of a living book (L-1, L-2).")
     request_log = LogRowOut(many=True, help_text="One row per entry considered (C-15); compact leaves out "
                                                  "entries simply not matched.")
     request_log_summary = LogSummaryOut()

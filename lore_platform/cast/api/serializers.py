@@ -71,7 +71,7 @@ class ChatOut(serializers.ModelSerializer):
     class Meta:
         model = Chat
         fields = [
-            "id", "kind", "character_id", "member_ids", "story_id", "novel_id", "channel_id",
+            "id", "kind", "owner_id", "character_id", "member_ids", "story_id", "novel_id", "channel_id",
             "parent_channel_id", "profile", "model_id", "timed_state", "turns", "created_at",
         ]
 
@@ -293,3 +293,71 @@ class PersonaImportOut(serializers.Serializer):
     character_created = serializers.BooleanField(help_text="False: a persona of this name was in the lineage.")
     book = PersonaBookOut(allow_null=True, help_text="The lineage's book; null when the card had none (I-1).")
     receipt = serializers.DictField(help_text="The import receipt (I-4), as POST /books/{id}/import answers it.")
+
+
+# --- the living world (L-1..L-4) -------------------------------------------------------
+
+
+class ToolFunctionIn(serializers.Serializer):
+    name = serializers.CharField(max_length=64, help_text="lore_create or lore_append.")
+    arguments = serializers.JSONField(help_text="The arguments as the model wrote them: a JSON text (OpenAI) or "
+                                                "an object.")
+
+
+class ToolCallBodyIn(serializers.Serializer):
+    id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                               help_text="The model's tool_call_id, echoed in the tool message.")
+    type = serializers.ChoiceField(choices=["function"], required=False, default="function")
+    function = ToolFunctionIn()
+
+
+class ToolCallIn(serializers.Serializer):
+    reply_id = serializers.CharField(max_length=120, help_text="The partner app's id of the reply that made the "
+                                                                "call; regenerating it reverts its writes.")
+    model = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",
+                                  help_text="The model that made the call (listed in AI updates).")
+    tool_call = ToolCallBodyIn(help_text="One entry of the assistant message's tool_calls (OpenAI format).")
+
+
+class ToolMessageOut(serializers.Serializer):
+    role = serializers.CharField(help_text="Always tool.")
+    tool_call_id = serializers.CharField(allow_blank=True)
+    content = serializers.CharField(help_text="JSON text of `result`, for the model to read.")
+
+
+class ToolErrorOut(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    field = serializers.CharField(required=False)
+    rule = serializers.CharField(required=False)
+    details = serializers.DictField(required=False)
+
+
+class ToolResultOut(serializers.Serializer):
+    ok = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["applied", "held"], required=False)
+    write = serializers.IntegerField(required=False, help_text="The AI update (GET /books/{id}/ai-updates).")
+    book = serializers.IntegerField(required=False)
+    entry = serializers.IntegerField(required=False, allow_null=True, help_text="Null while a new entry is held.")
+    title = serializers.CharField(required=False)
+    message = serializers.CharField(required=False)
+    error = ToolErrorOut(required=False, help_text="A refusal (budget, size, not allowed): the model reads it.")
+
+
+class ToolCallOut(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="False: refused; the refusal is in result.error, still HTTP 200.")
+    result = ToolResultOut()
+    message = ToolMessageOut(help_text="Append to the conversation as the tool's answer.")
+
+
+class RevertedWriteOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    book = serializers.IntegerField()
+    entry = serializers.IntegerField(allow_null=True)
+    kind = serializers.CharField()
+    state = serializers.CharField(help_text="undone (was applied) or rejected (was held).")
+
+
+class ReplyRevertOut(serializers.Serializer):
+    reply_id = serializers.CharField()
+    reverted = RevertedWriteOut(many=True)

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from lore_platform.api.base import TenantAPIView, TenantViewSet
 from lore_platform.api.pagination import Pagination
 from lore_platform.cast import chats as chat_services
+from lore_platform.cast import living
 from lore_platform.cast import selectors as cast_selectors
 from lore_platform.cast import turns
 from lore_platform.cast.api import serializers as s
@@ -215,6 +216,30 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
         profile = chat.profile or self.actor.tenant.default_profile
         gathering = cast_selectors.chat_books_gather(chat, profile=profile)
         return Response(lore_lookup([g.book for g in gathering.books], entry_id))
+
+    @extend_schema(request=s.ToolCallIn, responses={200: s.ToolCallOut}, tags=["living world"],
+                   summary="Run a living-world tool call from this chat's reply (L-1..L-4)",
+                   description="Refusals (the 30-writes budget, a size, a chat that is not the book owner's, a "
+                   "book without the living world) are answered 200 with `ok: false` and the error in the tool "
+                   "result, for the model to read. Only a chat the caller cannot see is 404.")
+    @action(detail=True, methods=["post"], url_path="tool-calls")
+    def tool_calls(self, request: Request, pk: str) -> Response:
+        data = s.ToolCallIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        result = living.tool_call_run(actor=self.actor, chat_id=int(pk), reply_id=values["reply_id"],
+                                      model=values["model"], tool_call=values["tool_call"])
+        return Response({"ok": result.ok, "result": result.result, "message": result.message})
+
+    @extend_schema(request=None, responses={200: s.ReplyRevertOut}, tags=["living world"],
+                   summary="A reply was regenerated or deleted: revert every write it made, atomically (L-4)",
+                   description="409 `undo_conflict` when an entry changed since; nothing is reverted then.")
+    @action(detail=True, methods=["post"], url_path=r"replies/(?P<reply_id>[^/]+)/revert")
+    def reply_revert(self, request: Request, pk: str, reply_id: str) -> Response:
+        writes = living.reply_revert(actor=self.actor, chat_id=int(pk), reply_id=reply_id)
+        return Response({"reply_id": reply_id, "reverted": [
+            {"id": w.pk, "book": w.book_id, "entry": w.entry_id, "kind": w.kind, "state": w.state} for w in writes
+        ]})
 
     @extend_schema(responses=s.RequestLogOut(many=True), summary="Which entries entered each request (C-15)")
     @action(detail=True, methods=["get"], pagination_class=RequestLogPagination)
