@@ -58,7 +58,7 @@ a full backup restore (``lore_platform.backup.services.tenant_restore``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 

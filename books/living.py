@@ -30,7 +30,7 @@ from books import limits
 from books.access import access_book, book_can_read
 from books.models import Book, Entry, LoreWrite, Profile, Visibility
 from books.services import entry_create, entry_delete, entry_update
-from lore_platform.errors import Conflict, LimitExceeded, NotFound, PermissionDenied, ValidationFailed
+from lore_platform.errors import Conflict, DomainError, LimitExceeded, NotFound, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 
 # How an append joins the lore it grows: a paragraph of its own.
@@ -173,9 +173,19 @@ def _aliases(value: Any) -> list[str]:
     return list(dict.fromkeys(a.strip() for a in value if a.strip()))
 
 
+_ARGUMENT_OF = {"content": "lore", "keys": "aliases"}
+
+
 def _create_check(book: Book, title: str, lore: str, aliases: list[str]) -> None:
     limits.count_check(len(lore), limits.LIVING_WORLD_NEW_ENTRY, field="lore", what="The new entry's lore")
-    limits.entry_fields_check(Profile.SMART, {"title": title, "content": lore, "keys": aliases})
+    try:
+        limits.entry_fields_check(Profile.SMART, {"title": title, "content": lore, "keys": aliases})
+    except DomainError as exc:
+        # The model wrote tool arguments, not entry columns: name the argument it can fix.
+        if exc.field:
+            head, _, rest = exc.field.partition("[")
+            exc.field = _ARGUMENT_OF.get(head, head) + (f"[{rest}" if rest else "")
+        raise
     limits.entry_capacity_check(book, adding=1)
 
 

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from books.access import book_can_edit
 from books.fields import entry_field_help
 from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic
-from retrieval.engine.rules import SERVER, SMART
+from retrieval.engine.rules import SMART
 
 # --- books ----------------------------------------------------------------------
 
