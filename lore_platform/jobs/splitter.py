@@ -125,6 +125,10 @@ def sections(text: str) -> list[tuple[str | None, str]]:
         counts = {lv: sum(1 for level, _, _ in headings.values() if level == lv) for lv in levels}
         level = next((lv for lv in levels if counts[lv] > 1), levels[0])
         starts = [(i, title, span) for i, (lv, title, span) in sorted(headings.items()) if lv == level]
+        # Shallower headings (a document or part title) name no topic: they are dropped, not merged into one.
+        kept = [line for i, line in enumerate(lines) if not (i in headings and headings[i][0] < level)]
+        if len(kept) != len(lines):
+            return sections("\n".join(kept))
         return _cut(lines, starts)
     plain = [(i, lines[i].strip(), 1) for i in range(len(lines)) if _is_plain_heading(lines, i)]
     if len(plain) >= 2:
