@@ -339,11 +339,11 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
     for attempt in range(attempts):
         stored = _ask(job, client, f"attempt-{attempt}", messages, progress=int(90 * (attempt + 1) / attempts))
         problems, entries, remarks = [], [], []
+        readable = True
         try:
             items, remarks = _read_entries(stored)
         except NotJson as error:
-            problems = [str(error)]
-            items = []
+            problems, items, readable = [str(error)], [], False
         seen: set[str] = set()
         for index, raw in enumerate(items):
             entry, problem = draft_entry_check(raw, index)
@@ -357,7 +357,7 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
                 continue
             seen.add(title_key)
             entries.append(entry)
-        if items and not (low <= len(entries) <= high):
+        if readable and not low <= len(entries) <= high:
             problems.insert(0, f"it gave {len(entries)} usable entries; the draft needs {low}–{high} (W-12)")
         if low <= len(entries) <= high and (best is None or len(problems) < len(best[1])):
             best = (entries, [*remarks, *problems])

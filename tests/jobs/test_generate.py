@@ -205,3 +205,10 @@ def test_the_target_books_titles_are_not_repeated(tenant_a, model, django_captur
     assert body["state"] == "done"
     assert "Isle number 1" not in [e["title"] for e in body["draft"]]
     assert json.dumps(body["draft"]).count("Isle number 1\"") == 0
+
+
+def test_an_empty_draft_fails_with_the_count(tenant_a, model, django_capture_on_commit_callbacks):
+    model.script(completion(entries_json([])))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert body["state"] == "failed" and "0 usable entries" in body["error"]["message"]
+    assert len(model.requests) == 3
