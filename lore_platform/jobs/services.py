@@ -285,7 +285,7 @@ def draft_entry_check(raw: Any, index: int) -> tuple[dict[str, Any] | None, str 
         aliases = [aliases]
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         return None, f"entry {index + 1} ({title[:40]!r}): aliases must be a list of strings"
-    entry = {
+    entry: dict[str, Any] = {
         "title": re.sub(r"\s+", " ", title).strip(),
         "lore": lore.strip(),
         "aliases": [a.strip() for a in aliases if a.strip()],
@@ -338,7 +338,9 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
     problems: list[str] = []
     for attempt in range(attempts):
         stored = _ask(job, client, f"attempt-{attempt}", messages, progress=int(90 * (attempt + 1) / attempts))
-        problems, entries, remarks = [], [], []
+        problems = []
+        entries: list[dict[str, Any]] = []
+        remarks: list[str] = []
         readable = True
         try:
             items, remarks = _read_entries(stored)
