@@ -212,3 +212,24 @@ def test_an_empty_draft_fails_with_the_count(tenant_a, model, django_capture_on_
     body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
     assert body["state"] == "failed" and "0 usable entries" in body["error"]["message"]
     assert len(model.requests) == 3
+
+
+def test_an_unreachable_server_fails_saying_so(tenant_a, model, settings, django_capture_on_commit_callbacks):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.LOREWEAVE_LLM_BASE_URL = f"http://127.0.0.1:{port}/v1"
+    settings.LOREWEAVE_LLM_MAX_RETRIES = 0
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert body["state"] == "failed" and body["error"]["code"] == "model_unreachable"
+    assert f"127.0.0.1:{port}" in body["error"]["message"]
+
+
+def test_an_unknown_model_fails_saying_so(tenant_a, model, django_capture_on_commit_callbacks):
+    model.script(error(404, "The model `test-model` does not exist", type_="invalid_request_error",
+                       code="model_not_found"))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert body["state"] == "failed" and body["error"]["code"] == "model_not_found"
+    assert "'test-model'" in body["error"]["message"] and len(model.requests) == 1
