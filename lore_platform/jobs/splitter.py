@@ -32,6 +32,7 @@ _DEF = re.compile(r"^[ \t]*:[ \t]+(.+)$")
 # "Name: text", "Name — text", "Name – text", "Name - text"; the name is short and starts a line.
 _NAMED = re.compile(r"^(?:\*\*|__)?(?P<name>[^\s:—–][^:—–\n]{0,79}?)(?:\*\*|__)?[ \t]*(?::|[ \t][—–-])[ \t]+(?P<text>\S.*)$")
 _END_PUNCT = re.compile(r"[.!?,;…)\]\"”»]$")
+_SENTENCE_END = re.compile(r"[.!?,;…。！？，；]$")
 _MARKUP = re.compile(r"[*_`]+")
 _STOP = frozenset(
     "a an the this that these those it its is are was were be been of in on at to for from by with and or but "
@@ -88,7 +89,8 @@ def _is_plain_heading(lines: list[str], i: int) -> bool:
     if _BULLET.match(lines[i]) or _DEF.match(lines[i]) or _NAMED.match(line):
         return False
     body = line[:-1] if line.endswith(":") else line
-    if not body or _END_PUNCT.search(body) or not (body[0].isupper() or not body[0].isalpha()):
+    # Not lower-case first: capitals, digits, symbols and scripts without case (CJK) all head a section.
+    if not body or _SENTENCE_END.search(body) or body[0].islower():
         return False
     before_blank = i == 0 or not lines[i - 1].strip()
     after = lines[i + 1].strip() if i + 1 < len(lines) else ""
