@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "books",
     "retrieval",
     "sharing",
+    "lore_platform.jobs",
     "lore_platform.demo",
 ]
 
@@ -181,6 +182,25 @@ LOREWEAVE_DISPLAY_LANGUAGES = _env_list("LOREWEAVE_DISPLAY_LANGUAGES", ["en", "e
 LOREWEAVE_TRANSLATION_PACKAGES_DIR = Path(
     os.environ.get("LOREWEAVE_TRANSLATION_PACKAGES_DIR") or DATA_DIR / "translation-packages"
 )
+
+# --- AI jobs (A-1..A-3): any OpenAI-compatible chat-completions server ---------------
+# No base URL or model: generate answers "no model configured" and split uses the deterministic
+# splitter. A tenant admin may override them for the tenant (PUT /api/v1/jobs/model).
+LOREWEAVE_LLM_BASE_URL = os.environ.get("LOREWEAVE_LLM_BASE_URL", "").strip()
+LOREWEAVE_LLM_API_KEY = os.environ.get("LOREWEAVE_LLM_API_KEY", "").strip()
+LOREWEAVE_LLM_MODEL = os.environ.get("LOREWEAVE_LLM_MODEL", "").strip()
+LOREWEAVE_LLM_TIMEOUT = float(os.environ.get("LOREWEAVE_LLM_TIMEOUT", "120"))
+LOREWEAVE_LLM_MAX_RETRIES = _env_int("LOREWEAVE_LLM_MAX_RETRIES", 3)
+LOREWEAVE_LLM_RETRY_AFTER_MAX = float(os.environ.get("LOREWEAVE_LLM_RETRY_AFTER_MAX", "30"))
+# false: never send a JSON schema in response_format (servers that misbehave on it).
+LOREWEAVE_LLM_STRUCTURED = _env_bool("LOREWEAVE_LLM_STRUCTURED", True)
+# Times generate asks the model (the first answer and its bounded re-asks).
+LOREWEAVE_GENERATE_ATTEMPTS = _env_int("LOREWEAVE_GENERATE_ATTEMPTS", 3)
+# Split with a model: notes are cut at section boundaries into chunks of at most this many characters.
+LOREWEAVE_SPLIT_CHUNK_CHARS = _env_int("LOREWEAVE_SPLIT_CHUNK_CHARS", 8_000)
+# Per tenant: jobs queued or running at once, and jobs started in any 24 hours.
+LOREWEAVE_JOBS_CONCURRENT = _env_int("LOREWEAVE_JOBS_CONCURRENT", 2)
+LOREWEAVE_JOBS_PER_DAY = _env_int("LOREWEAVE_JOBS_PER_DAY", 50)
 
 # --- API --------------------------------------------------------------------
 # Seconds a web process trusts a key it verified (0: check the database every call). A revoked

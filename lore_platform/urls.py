@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("lore_platform.backup.urls")),
     path("", include("lore_platform.cast.api.urls")),
     path("", include("sharing.api.urls")),
+    path("", include("lore_platform.jobs.api.urls")),
 ]
 
 urlpatterns = [

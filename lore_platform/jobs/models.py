@@ -1,0 +1,75 @@
+"""AI jobs (A-1..A-3): one row per job, with its input, per-chunk results, draft, usage and outcome.
+
+``chunks`` holds what each model call returned, keyed by chunk (split) or
+attempt (generate): a retried job reads them instead of calling the model
+again. ``draft`` is the result a person reviews; nothing reaches a book until
+they accept it (``accepted`` holds the import receipt).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from lore_platform.tenancy.models import Tenant
+from lore_platform.tenancy.scoping import TenantScopedManager
+
+
+class JobKind(models.TextChoices):
+    GENERATE = "generate", "Generate a book with AI (A-1)"
+    SPLIT = "split", "Split text into entries (A-2)"
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
+FINAL_STATES = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+class Job(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="ai_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="ai_jobs"
+    )
+    kind = models.CharField(max_length=16, choices=JobKind.choices)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)  # percent
+    input = models.JSONField(default=dict)
+    # "deterministic" when split ran without a model; the model's name otherwise.
+    model = models.CharField(max_length=200, blank=True, default="")
+    chunks = models.JSONField(default=dict)
+    draft = models.JSONField(default=list)
+    warnings = models.JSONField(default=list)
+    usage = models.JSONField(default=dict)
+    error = models.JSONField(default=dict)  # {"code", "message"} when failed
+    accepted = models.JSONField(null=True, blank=True)  # the receipt of the accept
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects: TenantScopedManager[Job] = TenantScopedManager()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "state"]), models.Index(fields=["tenant", "created_at"])]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} ({self.state})"
+
+
+class TenantModelSettings(models.Model):
+    """An admin's override of the operator's model settings for one tenant; blank fields inherit."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="model_settings")
+    base_url = models.CharField(max_length=500, blank=True, default="")
+    api_key = models.CharField(max_length=500, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[TenantModelSettings] = TenantScopedManager()
