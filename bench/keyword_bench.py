@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     # One long conversation for the rolling and cold windows (disjoint stretches), and a
     # wholly new 100-message chat for each all-new turn.
     conversation = generate_chat(rng, literal, CHAT_MESSAGES + 2 * turns + 1)
-    fresh_chats = [generate_chat(rng, literal, CHAT_MESSAGES) for _ in range(turns)]
+    fresh_chats: list[Sequence[Message]] = [generate_chat(rng, literal, CHAT_MESSAGES) for _ in range(turns)]
     chat_bytes = sum(len(m.text.encode()) for m in conversation[:CHAT_MESSAGES])
     key_count = sum(len(e.keys) + len(e.secondary_keys) for e in book.entries)
     _emit(
