@@ -11,8 +11,8 @@ response gets a ``Server-Timing`` header, in ms::
 ``turn_run`` (loading books as engine values, the engine, labels); ``engine``
 is ``retrieval.engine.assemble`` alone; ``gather`` is the chat's books; ``embed``
 the smart window's embedding before the chat lock.
-One request per worker thread at a time (gunicorn sync workers), so a
-thread-local holds the request's figures.
+A gunicorn thread serves one request at a time, so a thread-local holds
+the request's figures.
 """
 from __future__ import annotations
 
