@@ -1,25 +1,28 @@
 """Smart-profile benchmark: indexing throughput and per-turn vector search.
 
-    python -m bench.smart_bench [--entries 2000] [--turns 300] [--workers 1,2] [--json]
+    python -m bench.smart_bench [--entries 2000] [--turns 100] [--workers 1,2] [--database-url URL] [--json]
 
-Runs on whichever database ``DATABASE_URL`` selects (PostgreSQL + pgvector, or
-the embedded SQLite with the in-process index), in a throwaway database
-(``loreweave_bench`` on PostgreSQL, a temporary file on SQLite) that is dropped
-afterwards. It builds one world book of ``--entries`` generated entries
-(~360-710 characters, 540 on average) and measures:
+By default it creates a database of its own with a unique name on the server
+``DATABASE_URL`` selects (PostgreSQL + pgvector; on SQLite, a temporary file
+with the in-process index) and drops only that one afterwards. With
+``--database-url`` it runs in that existing database as it is and drops
+nothing (it deletes the tenant it made). It builds one world book of
+``--entries`` generated entries (~360-710 characters, 540 on average) and measures:
 
 - indexing throughput, entries per second, running the real ``index_entries``
   task over 100-entry chunks in 1 and in 2 worker processes (the machine has 2
   cores; ``OMP_NUM_THREADS=1`` per process, as in production workers);
-- per turn, over a 6-message window that slides by one message, what the smart
-  selection calls through ``BookMeaningSearch``: the W-7 mostly-indexed check,
-  embedding with the message cache (only the new message is embedded) into the
-  window's query vector (recency-weighted mean), and ``nearest(k=10)`` on the
-  configured ``VectorIndex``; p50/p95 of each stage and of the whole.
-
-- per turn, the whole smart selection as the context call runs it
-  (``lore_platform.cast.turns.turn_run``: canon, whole-book check, names, meaning,
-  world index) over the same sliding window, with cached message vectors.
+- per turn and per kind of turn (``bench/honest.py``: ``cold`` with message
+  vectors, book indexes and memos forgotten; ``rolling``, one new message in
+  the 6-message window; ``all_new``, six new messages), what the smart
+  selection calls through ``BookMeaningSearch`` (the W-7 mostly-indexed check,
+  embedding the window into its query vector, ``nearest(k=10)`` on the
+  configured ``VectorIndex``) and the whole smart turn as the context call runs
+  it (``lore_platform.cast.turns.turn_run``);
+- the naive baseline on every timed turn: an exact scan of every entry's vector
+  in Python. Its top-k is compared with the index's (recall: HNSW is
+  approximate), and the whole turn run again on it must inject the same entries
+  (exit status 1 on a difference with the exact in-process index).
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ import json  # noqa: E402
 import multiprocessing  # noqa: E402
 import platform as platform_info  # noqa: E402
 import random  # noqa: E402
+import secrets  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -45,6 +49,7 @@ from typing import Any  # noqa: E402
 
 WINDOW = 6
 K = 10
+TASK_CHUNK = 100  # entries per index_entries call, as the docstring says
 
 PLACES = ["city", "fortress", "harbour", "village", "monastery", "mine", "forest", "marsh", "desert oasis", "island",
           "canyon", "library", "prison", "bridge", "tower", "market", "glacier", "volcano", "lighthouse", "ruin"]
@@ -105,24 +110,6 @@ def chat_generate(turns: int, seed: int = 11) -> list[str]:
     ]
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = (len(ordered) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def _ms(values: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(_percentile(values, 0.5) * 1000, 3),
-        "p95_ms": round(_percentile(values, 0.95) * 1000, 3),
-        "max_ms": round(max(values) * 1000, 3),
-    }
-
-
 def _index_chunks(tenant_id: int, chunks: list[list[int]]) -> int:
     from django.db import connections
 
@@ -140,7 +127,6 @@ def indexing_measure(tenant: Any, entry_ids: list[int], workers: int) -> dict[st
     from django.db import connections
 
     from books.models import Entry, IndexingState
-    from retrieval.indexing import TASK_CHUNK
     from retrieval.models import EntryVector
 
     EntryVector.objects.for_tenant(tenant).delete()
@@ -166,111 +152,250 @@ def indexing_measure(tenant: Any, entry_ids: list[int], workers: int) -> dict[st
     }
 
 
-def search_measure(tenant: Any, book_id: int, turns: int) -> dict[str, Any]:
-    """Per turn, what the smart selection will call: ``BookMeaningSearch`` (W-7 check + W-4 rank)."""
+class NaiveVectorIndex:
+    """The baseline: every entry's vector compared with the query, one by one, each turn.
+
+    Vectors are read once (reading is not the scan); disabled entries are left out as the
+    real index leaves them out.
+    """
+
+    def __init__(self, tenant: Any, model_name: str) -> None:
+        from books.models import Entry
+        from retrieval.models import EntryVector
+
+        enabled = set(Entry.objects.for_tenant(tenant).filter(enabled=True).values_list("pk", flat=True))
+        self.rows: list[tuple[int, int, list[float]]] = []
+        for entry_id, book_id, embedding in (
+            EntryVector.objects.for_tenant(tenant).filter(model_name=model_name)
+            .values_list("entry_id", "entry__book_id", "embedding")
+        ):
+            if entry_id in enabled:
+                vector = [float(x) for x in embedding]
+                norm = sum(x * x for x in vector) ** 0.5 or 1.0
+                self.rows.append((entry_id, book_id, [x / norm for x in vector]))
+
+    def nearest(self, book_ids: Any, query_vector: Any, k: int, exclude_disabled: bool = True) -> list[tuple[int, float]]:
+        query = [float(x) for x in query_vector]
+        norm = sum(x * x for x in query) ** 0.5 or 1.0
+        wanted = {int(b) for b in book_ids}
+        scored = [
+            (sum(a * b for a, b in zip(vector, query)) / norm, entry_id)
+            for entry_id, book_id, vector in self.rows if book_id in wanted
+        ]
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [(entry_id, score) for score, entry_id in scored[:k]]
+
+
+def _windows(kind: str, chat: list[str], turns: int) -> list[list[str]]:
+    """Six-message windows for one kind of turn (``bench/honest.py``); texts never repeat across kinds."""
+    if kind == "rolling":
+        return [chat[t : t + WINDOW] for t in range(1, turns + 1)]
+    return [[f"{text} [{kind} {t}]" for text in chat[t : t + WINDOW]] for t in range(turns)]
+
+
+def _cold_reset() -> None:
+    """Nothing remembered between turns: message vectors, book indexes and coverage, keyword memos."""
+    from retrieval.embedders import message_cache_get
+    from retrieval.vector_store import memory_cache_clear
+
+    from .honest import engine_memos_clear
+
+    message_cache_get().clear()
+    memory_cache_clear()
+    engine_memos_clear()
+
+
+def search_measure(tenant: Any, book_id: int, turns: int, naive: NaiveVectorIndex) -> dict[str, Any]:
+    """Per turn, what the smart selection calls: ``BookMeaningSearch`` (W-7 check + W-4 rank), per kind of turn.
+
+    The naive exact scan runs on every timed turn; ``recall`` is the share of its top-k the index found.
+    """
     from retrieval.embedders import embedder_get
     from retrieval.engine.embeddings import MessageEmbeddingCache
     from retrieval.vector_store import BookMeaningSearch, memory_cache_clear, vector_index_get
 
+    from .honest import KINDS, ratio, summary_ms
+
     embedder = embedder_get()
     index = vector_index_get(tenant)
-    cache = MessageEmbeddingCache()
     chat = chat_generate(turns)
 
     memory_cache_clear()
     [probe] = embedder.embed_queries(["warm-up"])
     started = time.perf_counter()
     index.nearest([book_id], probe, K)
-    cold = time.perf_counter() - started
+    cold_first = time.perf_counter() - started
 
-    stages: dict[str, list[float]] = {"mostly_indexed": [], "embed": [], "nearest": [], "turn": []}
-    found_sizes = []
-    for turn in range(turns):
-        window = chat[turn : turn + WINDOW]
-        t0 = time.perf_counter()
-        search = BookMeaningSearch(tenant, embedder=embedder, index=index, cache=cache)  # one per turn
-        mostly = search.mostly_indexed(str(book_id))
-        t1 = time.perf_counter()
-        query = search.query_vector(window)
-        assert query is not None
-        t2 = time.perf_counter()
-        found = index.nearest([book_id], query, K)
-        t3 = time.perf_counter()
-        found_sizes.append(len(found))
-        if turn >= 3:  # the first turns fill the cache
-            for name, seconds in (("mostly_indexed", t1 - t0), ("embed", t2 - t1), ("nearest", t3 - t2),
-                                  ("turn", t3 - t0)):
-                stages[name].append(seconds)
-    return {
-        "backend": type(index).__name__,
-        "turns_timed": len(stages["turn"]),
-        "window": WINDOW,
-        "k": K,
-        "mostly_indexed": mostly,
-        "first_query_cold_ms": round(cold * 1000, 1),
-        "w7_mostly_indexed_check": _ms(stages["mostly_indexed"]),
-        "embed_new_message_and_query_vector": _ms(stages["embed"]),
-        "nearest": _ms(stages["nearest"]),
-        "turn_vector_stage": _ms(stages["turn"]),
-        "cache": {"hits": cache.hits, "misses": cache.misses},
-        "always_k_results": min(found_sizes) == K,
+    report: dict[str, Any] = {
+        "backend": type(index).__name__, "window": WINDOW, "k": K, "first_query_cold_ms": round(cold_first * 1000, 1),
     }
+    cache = MessageEmbeddingCache()
+    for kind in KINDS:
+        if kind == "rolling":
+            cache.embed_queries(embedder, chat[:WINDOW])  # the chat's history before its first timed turn
+        stages: dict[str, list[float]] = {"mostly_indexed": [], "embed": [], "nearest": [], "turn": [], "naive": []}
+        recalls, short = [], 0
+        for window in _windows(kind, chat, turns):
+            if kind == "cold":
+                memory_cache_clear()
+                cache.clear()
+            t0 = time.perf_counter()
+            search = BookMeaningSearch(tenant, embedder=embedder, index=index, cache=cache)  # one per turn
+            search.mostly_indexed(str(book_id))
+            t1 = time.perf_counter()
+            query = search.query_vector(window)
+            assert query is not None
+            t2 = time.perf_counter()
+            found = index.nearest([book_id], query, K)
+            t3 = time.perf_counter()
+            exact = naive.nearest([book_id], query, K)
+            t4 = time.perf_counter()
+            short += len(found) < K
+            recalls.append(len({e for e, _ in found} & {e for e, _ in exact}) / max(1, len(exact)))
+            for name, seconds in (("mostly_indexed", t1 - t0), ("embed", t2 - t1), ("nearest", t3 - t2),
+                                  ("turn", t3 - t0), ("naive", t4 - t3)):
+                stages[name].append(seconds * 1000)
+        report[kind] = {
+            "w7_mostly_indexed_check": summary_ms(stages["mostly_indexed"]),
+            "embed_and_query_vector": summary_ms(stages["embed"]),
+            "nearest": summary_ms(stages["nearest"]),
+            "turn_vector_stage": summary_ms(stages["turn"]),
+            "naive_scan": summary_ms(stages["naive"]),
+            "naive_ratio_to_nearest": ratio(stages["naive"], stages["nearest"]),
+            "recall_at_k": {"min": round(min(recalls), 2) if recalls else None,
+                            "mean": round(statistics.mean(recalls), 3) if recalls else None},
+            "turns_short_of_k": short,
+        }
+    return report
 
 
-def selection_measure(book: Any, turns: int) -> dict[str, Any]:
-    """The full smart turn (W-1..W-7) as the context call runs it, 6-message window, cached vectors."""
+def _naive_meaning(books: list[Any], naive: NaiveVectorIndex) -> Any:
+    """The chat meaning search with the naive index in place of the configured one."""
+    from retrieval.vector_store import BookMeaningSearch, ChatMeaningSearch
+
+    class NaiveMeaning(ChatMeaningSearch):
+        def _search(self, tenant: Any) -> BookMeaningSearch:
+            if tenant.pk not in self._searches:
+                self._searches[tenant.pk] = BookMeaningSearch(tenant, embedder=self.embedder, index=naive,
+                                                              cache=self.cache)
+            return self._searches[tenant.pk]
+
+    return NaiveMeaning(books)
+
+
+def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[str, Any]:
+    """The full smart turn (W-1..W-7) as the context call runs it, 6-message window, per kind of turn.
+
+    As in ``chat_turn``: the window is embedded first (``embed``), then ``turn_run`` selects (``select``);
+    ``turn`` is both. The same selection on the naive index runs after each timed turn (its window already
+    embedded, so it is compared with ``select``), and its injections must match.
+    """
     from lore_platform.cast.selectors import GatheredBook, Gathering
     from lore_platform.cast.turns import TurnInput, turn_run
     from retrieval.engine import values as ev
+    from retrieval.engine.smart import meaning_window
+    from retrieval.vector_store import ChatMeaningSearch
+
+    from .honest import KINDS, ratio, summary_ms
 
     chat = chat_generate(turns)
     gathering = Gathering(books=[GatheredBook(book=book, label=None, via="bench")], left_out=[])
-    times, matched, indexed = [], [], []
-    for turn in range(turns):
-        window = tuple(ev.Message(role="user" if i % 2 else "assistant", text=text)
-                       for i, text in enumerate(chat[turn : turn + WINDOW]))
+
+    def messages_of(window: list[str]) -> tuple[ev.Message, ...]:
+        return tuple(ev.Message(role="user" if i % 2 else "assistant", text=text) for i, text in enumerate(window))
+
+    def select(messages: tuple[ev.Message, ...], meaning: Any) -> tuple[float, Any]:
         started = time.perf_counter()
-        result = turn_run(request=TurnInput(messages=window, model_id="gpt-4o"), profile="smart",
-                          gathering=gathering, state={}, seed="bench")
-        elapsed = time.perf_counter() - started
-        if turn >= 3:
-            times.append(elapsed)
-        matched.append(sum(1 for i in result.selection.injections if i.slot == "matched"))
-        indexed.append(len(result.selection.world_index))
-    return {"turn": _ms(times), "matched_per_turn": max(matched), "world_index_lines": max(indexed)}
+        result = turn_run(request=TurnInput(messages=messages, model_id="gpt-4o"), profile="smart",
+                          gathering=gathering, state={}, seed="bench", meaning=meaning)
+        return (time.perf_counter() - started) * 1000, result
+
+    # Once per process, untimed: the tokenizer's vocabulary and the book's compiled form (timed elsewhere).
+    select(messages_of([f"{text} [warm-up]" for text in chat[:WINDOW]]), None)
+    report: dict[str, Any] = {}
+    mismatches = 0
+    for kind in KINDS:
+        if kind == "rolling":  # the chat's history before its first timed turn
+            ChatMeaningSearch([book]).window_embed(meaning_window(messages_of(chat[:WINDOW])))
+        embeds, selects, totals, naive_times, matched, indexed = [], [], [], [], [], []
+        for window in _windows(kind, chat, turns):
+            if kind == "cold":
+                _cold_reset()
+            messages = messages_of(window)
+            started = time.perf_counter()
+            meaning = ChatMeaningSearch([book])
+            meaning.window_embed(meaning_window(messages))
+            embed_ms = (time.perf_counter() - started) * 1000
+            select_ms, result = select(messages, meaning)
+            embeds.append(embed_ms)
+            selects.append(select_ms)
+            totals.append(embed_ms + select_ms)
+            naive_meaning = _naive_meaning([book], naive)
+            naive_meaning.window_embed(meaning_window(messages))  # cache hits: the same vectors
+            naive_ms, naive_result = select(messages, naive_meaning)
+            naive_times.append(naive_ms)
+            ours = [(i.entry, i.slot) for i in result.selection.injections]
+            if ours != [(i.entry, i.slot) for i in naive_result.selection.injections]:
+                mismatches += 1
+            matched.append(sum(1 for i in result.selection.injections if i.slot == "matched"))
+            indexed.append(len(result.selection.world_index))
+        report[kind] = {
+            "turn": summary_ms(totals), "embed": summary_ms(embeds), "select": summary_ms(selects),
+            "naive_select": summary_ms(naive_times), "naive_ratio_to_select": ratio(naive_times, selects),
+            "matched_per_turn": max(matched, default=0), "world_index_lines": max(indexed, default=0),
+        }
+    report["naive_checked_turns"] = turns * len(KINDS)
+    report["naive_mismatches"] = mismatches
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.smart_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=2000)
-    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--turns", type=int, default=100, help="timed turns per kind (cold, rolling, all_new)")
     parser.add_argument("--workers", default="1,2", help="comma-separated process counts for indexing")
+    parser.add_argument("--database-url", default="",
+                        help="run in this existing database as it is (migrated if needed, never dropped; the "
+                             "bench's tenant is deleted afterwards); default: a unique scratch database")
     parser.add_argument("--json", action="store_true", help="print only the JSON report")
     args = parser.parse_args(argv)
     worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]
+    if args.database_url:
+        os.environ["DATABASE_URL"] = args.database_url
 
     import django
 
     django.setup()
+    from django.core.management import call_command
     from django.db import connection
 
-    test_settings = connection.settings_dict.setdefault("TEST", {})
     scratch = Path(tempfile.mkdtemp(prefix="loreweave-bench-"))
-    if connection.vendor == "sqlite":
-        # A file, not :memory:, so forked indexing workers share it.
-        test_settings["NAME"] = str(scratch / "bench.sqlite3")
-    else:
-        test_settings["NAME"] = "loreweave_bench"
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    created_db = None
     try:
-        report = _run(args, worker_counts)
+        if args.database_url:
+            call_command("migrate", verbosity=0, interactive=False)
+            database = {"name": connection.settings_dict["NAME"], "created": False}
+        else:
+            test_settings = connection.settings_dict.setdefault("TEST", {})
+            if connection.vendor == "sqlite":
+                # A file, not :memory:, so forked indexing workers share it.
+                test_settings["NAME"] = str(scratch / "bench.sqlite3")
+            else:
+                # A name no one else holds: an existing database is never clobbered, and only this one is dropped.
+                test_settings["NAME"] = f"loreweave_bench_{os.getpid()}_{secrets.token_hex(4)}"
+            original = connection.settings_dict["NAME"]
+            connection.creation.create_test_db(verbosity=0, autoclobber=False, serialize=False)
+            created_db = original
+            database = {"name": test_settings["NAME"], "created": True}
+        report = {"database_used": database, **_run(args, worker_counts)}
     finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+        if created_db is not None:
+            connection.creation.destroy_test_db(created_db, verbosity=0)
         shutil.rmtree(scratch, ignore_errors=True)
     if not args.json:
         _print_summary(report)
     print(json.dumps(report, indent=2))
-    return 0
+    return 1 if report["selection"]["naive_mismatches"] and report["vector_backend"] == "memory" else 0
 
 
 def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
@@ -282,8 +407,28 @@ def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
     from retrieval.embedders import embedder_get
     from retrieval.models import EntryVector
 
-    created = tenant_create(name="Bench", admin_email="bench@loreweave.local", profile="smart")
+    tag = secrets.token_hex(4)  # a given database may already hold another run's tenant
+    created = tenant_create(name=f"Bench {tag}", admin_email=f"bench-{tag}@loreweave.local", profile="smart")
     tenant = created.tenant
+    try:
+        return _measure(args, worker_counts, tenant, created)
+    finally:
+        if args.database_url:
+            # Only what this run wrote goes: its tenant, its admin and their rows.
+            from django.contrib.auth import get_user_model
+
+            tenant.delete()
+            get_user_model().objects.filter(pk=created.admin.pk).delete()
+
+
+def _measure(args: argparse.Namespace, worker_counts: list[int], tenant: Any, created: Any) -> dict[str, Any]:
+    from django.conf import settings
+    from django.db import connection
+
+    from books.models import Book, Entry, Profile, content_hash
+    from retrieval.embedders import embedder_get
+    from retrieval.models import EntryVector
+
     book = Book.objects.create(tenant=tenant, owner=created.admin, title="Bench world", profile=Profile.SMART)
     generated = world_book_generate(args.entries)
     # Written directly rather than through books.services so that no indexing hook
@@ -309,8 +454,9 @@ def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
         # planner may sort all vectors instead of walking the HNSW graph.
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {EntryVector._meta.db_table}, {Entry._meta.db_table}")
-    search = search_measure(tenant, book.pk, args.turns)
-    selection = selection_measure(book, args.turns)
+    naive = NaiveVectorIndex(tenant, embedder.name)
+    search = search_measure(tenant, book.pk, args.turns, naive)
+    selection = selection_measure(book, args.turns, naive)
     lengths = [len(e["content"]) for e in generated]
     return {
         "database": connection.vendor,
@@ -331,20 +477,26 @@ def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
 
 def _print_summary(report: dict[str, Any]) -> None:
     out = sys.stderr
+    db = report["database_used"]
     out.write(f"smart bench: {report['entries']} entries on {report['database']} ({report['vector_backend']}), "
+              f"database {db['name']} ({'created and dropped by this run' if db['created'] else 'given; kept'}), "
               f"{report['model']} ({report['dimension']}-d), model load {report['model_load_seconds']} s\n")
     for run in report["indexing"]:
         out.write(f"  indexing, {run['workers']} process(es): {run['entries_per_second']} entries/s "
                   f"({run['seconds']} s)\n")
-    s = report["search"]
-    out.write(f"  per turn ({s['window']}-message window, cached vectors, k={s['k']}): "
-              f"W-7 check p50 {s['w7_mostly_indexed_check']['p50_ms']} ms; "
-              f"vector stage p50 {s['turn_vector_stage']['p50_ms']} ms, p95 {s['turn_vector_stage']['p95_ms']} ms; "
-              f"nearest p50 {s['nearest']['p50_ms']} ms, p95 {s['nearest']['p95_ms']} ms; "
-              f"first query (cold) {s['first_query_cold_ms']} ms\n")
-    t = report["selection"]
-    out.write(f"  full smart selection per turn: p50 {t['turn']['p50_ms']} ms, p95 {t['turn']['p95_ms']} ms "
-              f"({t['matched_per_turn']} matched, {t['world_index_lines']} index lines)\n")
+    s, t = report["search"], report["selection"]
+    out.write(f"  per turn ({s['window']}-message window, k={s['k']}), medians; naive = every vector scanned:\n")
+    for kind in ("cold", "rolling", "all_new"):
+        v, f = s[kind], t[kind]
+        out.write(f"    {kind:<8} vector stage p50 {v['turn_vector_stage'].get('p50_ms')} ms "
+                  f"(W-7 check {v['w7_mostly_indexed_check'].get('p50_ms')}, embed {v['embed_and_query_vector'].get('p50_ms')}, "
+                  f"nearest {v['nearest'].get('p50_ms')}; naive scan {v['naive_scan'].get('p50_ms')} ms = "
+                  f"{v['naive_ratio_to_nearest']}x, recall min {v['recall_at_k']['min']}); "
+                  f"full smart turn p50 {f['turn'].get('p50_ms')} ms, p95 {f['turn'].get('p95_ms')} ms "
+                  f"(embed {f['embed'].get('p50_ms')}, select {f['select'].get('p50_ms')}; the same selection on "
+                  f"the naive index {f['naive_select'].get('p50_ms')} ms = {f['naive_ratio_to_select']}x)\n")
+    out.write(f"  naive answers checked on {t['naive_checked_turns']} turns: {t['naive_mismatches']} differ"
+              f"{' (HNSW is approximate)' if t['naive_mismatches'] and report['vector_backend'] != 'memory' else ''}\n")
 
 
 if __name__ == "__main__":
