@@ -13,7 +13,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
+from lore_platform.api.parsers import JSONBodyParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from books.access import access_book
 from books.models import Book
 from lore_platform.api.base import TenantAPIView
-from lore_platform.api.pagination import Pagination
+from lore_platform.api.pagination import PageParams, Pagination, page_of
 from sharing import selectors, services
 from sharing.api.serializers import (
     CopyIn,
@@ -40,6 +40,8 @@ from sharing.api.serializers import (
     library_entry_out,
     sharing_out,
 )
+
+LibraryBookPageOut = page_of(LibraryBookOut, "LibraryBookPageOut")
 
 ERROR = OpenApiResponse(description='`{"error": {"code", "message", "field", "rule", "details"}}`')
 READ_ERRORS = {401: ERROR, 404: ERROR}
@@ -64,9 +66,10 @@ class PublicAPIView(APIView):
 @extend_schema(tags=["library"])
 class LibraryBookListView(PublicAPIView):
     @extend_schema(
-        parameters=[LibraryParams],
-        responses={200: LibraryBookOut(many=True), 400: ERROR, 503: ERROR},
+        parameters=[LibraryParams, PageParams],
+        responses={200: LibraryBookPageOut, 400: ERROR, 503: ERROR},
         summary="Browse and search the public library (P-5)",
+        operation_id="library_books_list",
         description="Public books of every tenant. `q` searches words (PostgreSQL full-text search over title, "
         "description, tags and entry titles) or, with `mode=meaning`, meaning (book vectors, pgvector). Filter by "
         "`tag` and `language`; sort by newest, most_copied, most_attached or relevance. Paginated.",
@@ -111,6 +114,7 @@ class LibraryBookView(PublicAPIView):
         parameters=[LanguageParams],
         responses={200: LibraryBookOut, 404: ERROR},
         summary="A public book's page, translated for display when asked (P-4, P-5)",
+        operation_id="library_book_get",
     )
     def get(self, request: Request, book_id: int) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -120,9 +124,10 @@ class LibraryBookView(PublicAPIView):
 @extend_schema(tags=["library"])
 class LibraryEntriesView(PublicAPIView):
     @extend_schema(
-        parameters=[LanguageParams],
+        parameters=[LanguageParams, PageParams],
         responses={200: LibraryEntriesOut, 404: ERROR},
         summary="A public book's entries, in list order (translated for display when ready)",
+        operation_id="library_book_entries",
     )
     def get(self, request: Request, book_id: int) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -135,6 +140,7 @@ class LinkBookView(PublicAPIView):
         parameters=[LanguageParams],
         responses={200: LibraryBookOut, 404: ERROR},
         summary="A book by its link: unlisted (or public) books, through the current token only",
+        operation_id="library_link_book",
     )
     def get(self, request: Request, token: str) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -144,9 +150,10 @@ class LinkBookView(PublicAPIView):
 @extend_schema(tags=["library"])
 class LinkEntriesView(PublicAPIView):
     @extend_schema(
-        parameters=[LanguageParams],
+        parameters=[LanguageParams, PageParams],
         responses={200: LibraryEntriesOut, 404: ERROR},
         summary="Entries of a book reached by its link",
+        operation_id="library_link_entries",
     )
     def get(self, request: Request, token: str) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -176,7 +183,7 @@ class LanguagesView(PublicAPIView):
 
 @extend_schema(tags=["library"])
 class CopyView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=CopyIn,
@@ -211,7 +218,7 @@ class SharingView(TenantAPIView):
 
 @extend_schema(tags=["sharing"])
 class VisibilityView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=VisibilityIn,
