@@ -13,7 +13,7 @@ from rest_framework import serializers
 from books import limits
 from books.services.cleaning import INT32
 from lore_platform.api.errors import ErrorBodyOut, ErrorOut  # noqa: F401 - the one error schema, re-exported
-from lore_platform.api.limits import documented
+from lore_platform.api.limits import CountedListField, documented
 
 from books.access import book_can_edit
 from books.fields import entry_field_help
@@ -25,6 +25,12 @@ from retrieval.engine.rules import SERVER, SMART
 
 def _title(field: serializers.CharField) -> serializers.CharField:
     return documented(field, min_length=limits.BOOK_TITLE.min, max_length=limits.BOOK_TITLE.max)
+
+
+def _tags_count_check(count: int) -> None:
+    tags = limits.BOOK_TAGS
+    limits.count_check(count, limits.Limit(value=tags.max_items or 0, rule=tags.rule, unit="items"), field="tags",
+                       what="Tags")
 
 
 def _range(field: serializers.IntegerField, limit: limits.RangeLimit) -> serializers.IntegerField:
@@ -42,10 +48,11 @@ class BookFieldsIn(serializers.Serializer):
         max_length=limits.BOOK_DESCRIPTION.max,
     )
     tags = documented(
-        serializers.ListField(
+        CountedListField(
             child=documented(serializers.CharField(allow_blank=True), max_length=limits.BOOK_TAGS.max_item_length),
             required=False,
             help_text="At most 20, each ≤50 characters.",
+            precheck=_tags_count_check,
         ),
         max_length=limits.BOOK_TAGS.max_items,
     )

@@ -15,7 +15,11 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.contract.live import LiveServer
+
+pytestmark = pytest.mark.contract
 
 BIN = Path(sys.executable).parent
 

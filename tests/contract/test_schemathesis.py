@@ -13,7 +13,11 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.contract.live import LiveServer
+
+pytestmark = pytest.mark.contract
 
 HERE = Path(__file__).resolve().parent
 ST = Path(sys.executable).parent / "schemathesis"
@@ -45,7 +49,7 @@ def test_schemathesis_finds_no_failure(live: LiveServer, tmp_path: Path) -> None
         [str(ST), "--config-file", str(HERE / "schemathesis.toml"), "run", f"{live.url}/api/schema/",
          "--phases", "examples,coverage,fuzzing", "--no-shrink", "--report", "junit",
          "--report-dir", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )
     output = result.stdout + result.stderr
     log = live.log.read_text(errors="replace")

@@ -146,3 +146,23 @@ def test_docs_pages_load_their_assets_from_this_server(client, settings):
     page = client.get("/api/docs/").content.decode()
     assert "cdn" not in page.lower() and "/static/drf_spectacular_sidecar/swagger-ui-dist/" in page
     assert "/static/drf_spectacular_sidecar/redoc/" in client.get("/api/redoc/").content.decode()
+
+
+def test_a_hundred_thousand_tags_are_refused_in_under_a_second(tenant_a):
+    book = make_book(tenant_a, owner="member")
+    tags = [f"tag{i}" for i in range(100_000)]
+    started = time.perf_counter()
+    response = tenant_a.member_client.patch(f"/api/v1/books/{book.pk}", {"tags": tags}, format="json")
+    assert time.perf_counter() - started < 1.0
+    error = _error(response, 422)
+    assert error["field"] == "tags" and error["details"]["actual"] == 100_000
+
+
+def test_a_reorder_names_a_bounded_number_of_ids(tenant_a):
+    from books.limits import REORDER_IDS
+
+    book = make_book(tenant_a, owner="member")
+    ids = list(range(1, REORDER_IDS.value + 2))
+    response = tenant_a.member_client.post(f"/api/v1/books/{book.pk}/entries/reorder", {"entry_ids": ids}, format="json")
+    error = _error(response, 422)
+    assert error["field"] == "entry_ids" and error["details"]["limit"] == REORDER_IDS.value
