@@ -43,7 +43,10 @@ def entry_create(*, actor: Actor, book: Book, **fields: Any) -> Entry:
 def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
     """Change an entry. Saving channels resolves a legacy `#channel` (S-13)."""
     book = _book_lock(actor, entry.book)
-    entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
+    try:
+        entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
+    except Entry.DoesNotExist:  # deleted by a concurrent request after the view found it
+        raise NotFound("No such entry.", field="entry") from None
     entry.book = book
     cleaned = _entry_clean(book, fields, creating=False)
     if "channels" in cleaned and entry.unresolved_channels:

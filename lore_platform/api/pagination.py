@@ -1,8 +1,8 @@
 """Pages of results: ``{count, next, previous, results}``, with ``page`` and ``page_size``.
 
-A ``page_size`` that is not a whole number from 1 to ``max_page_size`` is a 400
-naming it (DRF would quietly answer the default size), so the limits the schema
-states are the ones the code applies.
+A ``page_size`` that is not a whole number of at least 1 is a 400 naming it (DRF
+would quietly answer the default size); one above ``max_page_size`` (the schema's
+maximum) gets the largest page there is.
 """
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ class Pagination(PageNumberPagination):
             size = int(raw)
         except ValueError:
             size = 0
-        if not 1 <= size <= self.max_page_size:
+        if size < 1:
             raise serializers.ValidationError(
                 {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]}
             )
-        return size
+        return min(size, self.max_page_size)  # more than a page: the largest page there is
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)

@@ -11,7 +11,7 @@ from django.db import OperationalError
 from lore_platform.api.parsers import JSON_BODY_BYTES, JSON_MAX_DEPTH
 from lore_platform.tenancy.api.views import TenantView
 from lore_platform.tenancy.authentication import ApiKeyAuthentication
-from tests.books.factories import make_book
+from tests.books.factories import make_book, make_entry
 
 pytestmark = pytest.mark.django_db
 
@@ -166,3 +166,28 @@ def test_a_reorder_names_a_bounded_number_of_ids(tenant_a):
     response = tenant_a.member_client.post(f"/api/v1/books/{book.pk}/entries/reorder", {"entry_ids": ids}, format="json")
     error = _error(response, 422)
     assert error["field"] == "entry_ids" and error["details"]["limit"] == REORDER_IDS.value
+
+
+def test_page_size_is_checked(tenant_a):
+    assert _error(tenant_a.admin_client.get("/api/v1/books?page_size=abc"), 400)["field"] == "page_size"
+    assert _error(tenant_a.admin_client.get("/api/v1/books?page_size=0"), 400)["field"] == "page_size"
+    assert tenant_a.admin_client.get("/api/v1/books?page_size=100000").status_code == 200
+
+
+def test_an_entry_deleted_under_an_edit_is_404(tenant_a, monkeypatch):
+    from books.api import views as book_views
+    from books.models import Entry
+
+    book = make_book(tenant_a, owner="member")
+    entry = make_entry(book, title="Gone", content="An entry deleted by another request meanwhile.")
+    real = book_views.access_entry
+
+    def found_then_deleted(*args, **kwargs):
+        found = real(*args, **kwargs)
+        Entry.objects.for_tenant(tenant_a.tenant).filter(pk=found.pk).delete()
+        return found
+
+    monkeypatch.setattr(book_views, "access_entry", found_then_deleted)
+    response = tenant_a.member_client.patch(f"/api/v1/books/{book.pk}/entries/{entry.pk}", {"content": "x" * 30},
+                                            format="json")
+    assert _error(response, 404)["code"] == "not_found"
