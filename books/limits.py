@@ -98,6 +98,8 @@ UNBOUNDED_KEYS = ListLimit(rule="", max_items=None, max_item_length=None)
 BULK_ACTION = Limit(value=500, rule="W-12", unit="entries")
 IMPORT_BATCH = Limit(value=500, rule="I-3", unit="entries")
 CHANNEL_ID_LENGTH = Limit(value=64, rule="S-11")
+# One reorder call names at most this many entries (no rule: it keeps the id list a bounded query).
+REORDER_IDS = Limit(value=10_000, rule="", unit="entries")
 
 # Limits other features enforce; kept here so there is one place to read them.
 PUBLISH_MIN_ENTRIES = Limit(value=10, rule="P-1", unit="entries")
@@ -174,9 +176,9 @@ def limits_for(profile: str) -> ProfileLimits:
 
 def _too_long(field: str, what: str, actual: int, limit: int, rule: str, unit: str) -> LimitExceeded:
     return LimitExceeded(
-        f"{what} is {actual:,} {unit}; the limit is {limit:,} ({rule}).",
+        f"{what} is {actual:,} {unit}; the limit is {limit:,}" + (f" ({rule})." if rule else "."),
         field=field,
-        rule=rule,
+        rule=rule or None,
         details={"limit": limit, "actual": actual, "unit": unit},
     )
 

@@ -6,6 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 
 
 def _check_database() -> dict[str, Any]:
@@ -53,6 +55,8 @@ def health_status() -> tuple[bool, dict[str, Any]]:
     return not down, {"status": "ok" if not down else "unavailable", "down": down, "checks": checks}
 
 
+@csrf_exempt  # probes carry no token: another method is a 405, not a CSRF 403
+@require_safe  # (JSON: lore_platform.api.middleware)
 def healthz(request: HttpRequest) -> JsonResponse:
     healthy, body = health_status()
     return JsonResponse(body, status=200 if healthy else 503)

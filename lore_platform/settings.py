@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: the docs work offline
     "lore_platform.tenancy",
     "lore_platform.cast",
     "books",
@@ -83,6 +84,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: JSON errors under /api/ and /healthz for whatever the layers below answer or raise.
+    "lore_platform.api.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -215,8 +218,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["lore_platform.tenancy.permissions.IsTenantActor"],
     "DEFAULT_RENDERER_CLASSES": [
         "lore_platform.api.renderers.FastJSONRenderer",
-        "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    # JSON only; upload views name their multipart parser (books/api/io_views.py).
+    "DEFAULT_PARSER_CLASSES": ["lore_platform.api.parsers.JSONBodyParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "lore_platform.api.pagination.Pagination",
     "PAGE_SIZE": 50,
@@ -238,7 +242,17 @@ SPECTACULAR_SETTINGS = {
         "MemberRoleEnum": "lore_platform.tenancy.models.Membership.Role",
         "LogDetailEnum": ["compact", "full"],
     },
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "lore_platform.api.schema.error_responses_hook",
+    ],
 }
+
+# Django's own body limit, above the JSON parser's (lore_platform/api/parsers.py) so that one speaks first.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 17 * 1024 * 1024
 
 # The shared Redis of the web processes (the API throttle counts there, so every process spends
 # one budget; Django's cache lives there too); process memory on the embedded default.

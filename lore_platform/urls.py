@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
@@ -30,3 +31,7 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
 ]
+
+# DEBUG only (the embedded default): the docs pages' Swagger UI/Redoc files (drf-spectacular-sidecar) from
+# this process, so /api/docs/ works offline; in production the proxy serves /static/ (deploy/PRODUCTION.md).
+urlpatterns += staticfiles_urlpatterns()

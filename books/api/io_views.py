@@ -196,9 +196,12 @@ class BookExportView(TenantAPIView):
     @extend_schema(
         responses={
             (200, "application/json"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="World info, card or native JSON."
+                OpenApiTypes.OBJECT, description="A JSON file (`Content-Disposition: attachment`): world info, card "
+                "or native, by `format`."
             ),
-            (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="Character Card V2 PNG."),
+            (200, "image/png"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="A PNG file (`Content-Disposition: attachment`): Character Card V2."
+            ),
             400: ERRORS[400],
             403: ERRORS[403],
             404: ERRORS[404],

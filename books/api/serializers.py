@@ -10,6 +10,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from books import limits
+from books.services.cleaning import INT32
+from lore_platform.api.errors import ErrorBodyOut, ErrorOut  # noqa: F401 - the one error schema, re-exported
+from lore_platform.api.limits import CountedListField, documented
+
 from books.access import book_can_edit
 from books.fields import entry_field_help
 from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic
@@ -18,19 +23,48 @@ from retrieval.engine.rules import SMART
 # --- books ----------------------------------------------------------------------
 
 
+def _title(field: serializers.CharField) -> serializers.CharField:
+    return documented(field, min_length=limits.BOOK_TITLE.min, max_length=limits.BOOK_TITLE.max)
+
+
+def _tags_count_check(count: int) -> None:
+    tags = limits.BOOK_TAGS
+    limits.count_check(count, limits.Limit(value=tags.max_items or 0, rule=tags.rule, unit="items"), field="tags",
+                       what="Tags")
+
+
+def _range(field: serializers.IntegerField, limit: limits.RangeLimit) -> serializers.IntegerField:
+    return documented(field, minimum=limit.low, maximum=limit.high)
+
+
 class BookFieldsIn(serializers.Serializer):
     """Book fields every write may send (all optional on update)."""
 
-    title = serializers.CharField(required=False, allow_blank=True, help_text="1–120 characters (W-12).")
-    description = serializers.CharField(
-        required=False, allow_blank=True, trim_whitespace=False, help_text="At most 2,000 characters (W-12)."
+    title = _title(serializers.CharField(required=False, allow_blank=True, help_text="1–120 characters (W-12)."))
+    description = documented(
+        serializers.CharField(
+            required=False, allow_blank=True, trim_whitespace=False, help_text="At most 2,000 characters (W-12)."
+        ),
+        max_length=limits.BOOK_DESCRIPTION.max,
     )
-    tags = serializers.ListField(
-        child=serializers.CharField(allow_blank=True), required=False, help_text="At most 20, each ≤50 characters."
+    tags = documented(
+        CountedListField(
+            child=documented(serializers.CharField(allow_blank=True), max_length=limits.BOOK_TAGS.max_item_length),
+            required=False,
+            help_text="At most 20, each ≤50 characters.",
+            precheck=_tags_count_check,
+        ),
+        max_length=limits.BOOK_TAGS.max_items,
     )
-    language = serializers.CharField(required=False, allow_blank=True)
-    scan_depth = serializers.IntegerField(required=False, allow_null=True, help_text="0–100 messages (C-2).")
-    token_budget = serializers.IntegerField(required=False, allow_null=True, help_text="100–32,000 tokens (C-3).")
+    language = documented(serializers.CharField(required=False, allow_blank=True), max_length=limits.BOOK_LANGUAGE.max)
+    scan_depth = _range(
+        serializers.IntegerField(required=False, allow_null=True, help_text="0–100 messages (C-2)."),
+        limits.BOOK_SCAN_DEPTH,
+    )
+    token_budget = _range(
+        serializers.IntegerField(required=False, allow_null=True, help_text="100–32,000 tokens (C-3)."),
+        limits.BOOK_TOKEN_BUDGET,
+    )
     recursive = serializers.BooleanField(required=False, help_text="Recursive scanning (C-4).")
     case_sensitive = serializers.BooleanField(required=False)
     whole_words = serializers.BooleanField(required=False)
@@ -39,7 +73,7 @@ class BookFieldsIn(serializers.Serializer):
         required=False, help_text="Hold the model's writes for the owner's approval instead of applying them (L-4)."
     )
     channels = serializers.ListField(
-        child=serializers.CharField(),
+        child=documented(serializers.CharField(), max_length=limits.CHANNEL_ID_LENGTH.value),
         required=False,
         help_text="Server-wide collections: channel ids where its entries may appear; empty = all (S-11).",
     )
@@ -47,7 +81,7 @@ class BookFieldsIn(serializers.Serializer):
 
 
 class BookCreateIn(BookFieldsIn):
-    title = serializers.CharField(allow_blank=True, help_text="1–120 characters (W-12).")
+    title = _title(serializers.CharField(allow_blank=True, help_text="1–120 characters (W-12)."))
     profile = serializers.ChoiceField(
         choices=Profile.choices, required=False, help_text="Defaults to the tenant's profile."
     )
@@ -175,7 +209,11 @@ class EntryIn(serializers.Serializer):
     from the model.
     """
 
-    title = serializers.CharField(required=False, allow_blank=True, help_text=entry_field_help("title"))
+    # The widest limit of any profile; a narrower one (world books: W-12) answers 422 naming it.
+    title = documented(
+        serializers.CharField(required=False, allow_blank=True, help_text=entry_field_help("title")),
+        max_length=max(limits.CLASSIC_ENTRY_TITLE.max or 0, limits.SERVER_ENTRY_TITLE.max or 0),
+    )
     content = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, help_text=entry_field_help("content")
     )
@@ -192,10 +230,22 @@ class EntryIn(serializers.Serializer):
     constant = serializers.BooleanField(required=False, help_text=entry_field_help("constant"))
     canon = serializers.BooleanField(required=False, help_text="Alias of `constant`.")
     enabled = serializers.BooleanField(required=False, help_text=entry_field_help("enabled"))
-    order = serializers.IntegerField(required=False, help_text=entry_field_help("order"))
-    priority = serializers.IntegerField(required=False, help_text=entry_field_help("priority"))
-    probability = serializers.IntegerField(required=False, allow_null=True, help_text=entry_field_help("probability"))
-    scan_depth = serializers.IntegerField(required=False, allow_null=True, help_text=entry_field_help("scan_depth"))
+    order = documented(
+        serializers.IntegerField(required=False, help_text=entry_field_help("order")), minimum=INT32[0], maximum=INT32[1]
+    )
+    priority = documented(
+        serializers.IntegerField(required=False, help_text=entry_field_help("priority")),
+        minimum=INT32[0],
+        maximum=INT32[1],
+    )
+    probability = _range(
+        serializers.IntegerField(required=False, allow_null=True, help_text=entry_field_help("probability")),
+        limits.PROBABILITY,
+    )
+    scan_depth = _range(
+        serializers.IntegerField(required=False, allow_null=True, help_text=entry_field_help("scan_depth")),
+        limits.CLASSIC_SCAN_DEPTH,
+    )
     case_sensitive = serializers.BooleanField(
         required=False, allow_null=True, help_text=entry_field_help("case_sensitive")
     )
@@ -205,7 +255,9 @@ class EntryIn(serializers.Serializer):
         choices=Placement.choices, required=False, help_text=entry_field_help("placement")
     )
     channels = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text=entry_field_help("channels")
+        child=documented(serializers.CharField(), max_length=limits.CHANNEL_ID_LENGTH.value),
+        required=False,
+        help_text=entry_field_help("channels"),
     )
     extra = serializers.DictField(required=False, help_text=entry_field_help("extra"))
 
@@ -246,17 +298,23 @@ class EntryMoveIn(serializers.Serializer):
 
 
 class EntriesReorderIn(serializers.Serializer):
-    entry_ids = serializers.ListField(
-        child=serializers.IntegerField(),
-        min_length=1,
-        help_text="These entries take the slots they occupy now, in this order; others stay put.",
+    entry_ids = documented(
+        serializers.ListField(
+            child=serializers.IntegerField(),
+            min_length=1,
+            help_text="These entries take the slots they occupy now, in this order; others stay put. No id twice.",
+        ),
+        max_length=limits.REORDER_IDS.value,
     )
 
 
 class EntriesBulkIn(serializers.Serializer):
     action = serializers.ChoiceField(choices=[("enable", "Enable"), ("disable", "Disable"), ("delete", "Delete")])
-    entry_ids = serializers.ListField(
-        child=serializers.IntegerField(), min_length=1, help_text="At most 500 (W-12); all or nothing."
+    entry_ids = documented(
+        serializers.ListField(
+            child=serializers.IntegerField(), min_length=1, help_text="At most 500 (W-12); all or nothing."
+        ),
+        max_length=limits.BULK_ACTION.value,
     )
 
 
@@ -374,15 +432,3 @@ class ReorderOut(serializers.Serializer):
 class EntriesCreatedOut(serializers.Serializer):
     entries = EntryOut(many=True)
     version = serializers.IntegerField()
-
-
-class ErrorBodyOut(serializers.Serializer):
-    code = serializers.CharField(help_text="invalid, too_short, out_of_range, limit_exceeded, not_found, …")
-    message = serializers.CharField()
-    field = serializers.CharField(required=False, help_text="The field at fault, e.g. `entries[3].content`.")
-    rule = serializers.CharField(required=False, help_text="The product rule, e.g. `W-12`, `S-14`.")
-    details = serializers.DictField(required=False, help_text="e.g. {limit, actual, unit}.")
-
-
-class ErrorOut(serializers.Serializer):
-    error = ErrorBodyOut()

@@ -13,7 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser
+from lore_platform.api.parsers import JSONBodyParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -69,7 +69,7 @@ class BookViewSet(TenantViewSet):
     lookup_value_regex = r"\d+"
     serializer_class = BookOut
     # JSON only: form encoding would turn every absent boolean into False on a partial update.
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     def scoped_queryset(self, actor: Actor) -> QuerySet[Book]:
         return books_visible_to(actor)
@@ -162,7 +162,7 @@ class EntryViewSet(TenantViewSet):
 
     lookup_value_regex = r"\d+"
     serializer_class = EntryOut
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     def scoped_queryset(self, actor: Actor) -> QuerySet[Entry]:
         return Entry.objects.for_tenant(actor.tenant).filter(book=self.book)

@@ -43,7 +43,10 @@ def entry_create(*, actor: Actor, book: Book, **fields: Any) -> Entry:
 def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
     """Change an entry. Saving channels resolves a legacy `#channel` (S-13)."""
     book = _book_lock(actor, entry.book)
-    entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
+    try:
+        entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
+    except Entry.DoesNotExist:  # deleted by a concurrent request after the view found it
+        raise NotFound("No such entry.", field="entry") from None
     entry.book = book
     cleaned = _entry_clean(book, fields, creating=False)
     if "channels" in cleaned and entry.unresolved_channels:
@@ -116,6 +119,7 @@ def entries_reorder(*, actor: Actor, book: Book, entry_ids: list[int]) -> list[i
     Other entries keep their places, so reordering a page of the list (or the
     whole list) is one call. Returns the book's full order of ids.
     """
+    limits.count_check(len(entry_ids), limits.REORDER_IDS, field="entry_ids", what="A reorder")
     ids = _ids_clean(entry_ids)
     if len(ids) != len(entry_ids):
         raise _fail("An entry is named twice.", "entry_ids")

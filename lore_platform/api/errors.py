@@ -8,10 +8,11 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from lore_platform.api.parsers import BodyRefused
 from lore_platform.errors import DomainError
 
 
@@ -48,6 +49,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return error_response(exc.status, exc.as_dict())
     if isinstance(exc, Http404):
         return error_response(status.HTTP_404_NOT_FOUND, {"code": "not_found", "message": "Not found."})
+    if isinstance(exc, BodyRefused):
+        body = {"code": exc.error_code, "message": str(exc.detail), "details": exc.details}
+        if exc.field:
+            body["field"] = exc.field
+        return error_response(status.HTTP_400_BAD_REQUEST, body)
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
 
@@ -70,3 +76,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = exc.get_codes() if not isinstance(detail, (dict, list)) else exc.default_code
         response.data = {"error": {"code": str(code), "message": _first_message(detail)}}
     return response
+
+
+class ErrorBodyOut(serializers.Serializer):
+    code = serializers.CharField(help_text="invalid, too_short, out_of_range, limit_exceeded, not_found, …")
+    message = serializers.CharField()
+    field = serializers.CharField(required=False, help_text="The field at fault, e.g. `entries[3].content`.")
+    rule = serializers.CharField(required=False, help_text="The product rule, e.g. `W-12`, `S-14`.")
+    details = serializers.DictField(required=False, help_text="e.g. {limit, actual, unit}; `request_id` on a 5xx.")
+    fields = serializers.DictField(required=False, help_text="On a 400: every field at fault, with its messages.")
+
+
+class ErrorOut(serializers.Serializer):
+    """The one error schema: every status >= 400 of every operation answers it."""
+
+    error = ErrorBodyOut()

@@ -30,7 +30,9 @@ def restore_upload_cap() -> int:
 class TenantBackupView(TenantAPIView):
     @extend_schema(
         responses={
-            (200, "application/json"): OpenApiResponse(OpenApiTypes.BINARY, description="A native backup."),
+            (200, "application/json"): OpenApiResponse(
+                OpenApiTypes.OBJECT, description="A JSON file (`Content-Disposition: attachment`): a native backup."
+            ),
             403: ERRORS[403],
         },
         summary="Download the tenant's lore as a native backup (admins)",

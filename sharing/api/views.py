@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
+from lore_platform.api.parsers import JSONBodyParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,7 +26,7 @@ from books.api.io_views import IgnoreFormatParamNegotiation, download
 from lore_platform.tenancy.permissions import request_actor
 from books.models import Book
 from lore_platform.api.base import TenantAPIView
-from lore_platform.api.pagination import Pagination
+from lore_platform.api.pagination import PageParams, Pagination, page_of
 from sharing import selectors, services
 from sharing.api.serializers import (
     CopyIn,
@@ -45,6 +45,8 @@ from sharing.api.serializers import (
     library_entry_out,
     sharing_out,
 )
+
+LibraryBookPageOut = page_of(LibraryBookOut, "LibraryBookPageOut")
 
 ERROR = OpenApiResponse(description='`{"error": {"code", "message", "field", "rule", "details"}}`')
 READ_ERRORS = {401: ERROR, 404: ERROR}
@@ -69,9 +71,10 @@ class PublicAPIView(APIView):
 @extend_schema(tags=["library"])
 class LibraryBookListView(PublicAPIView):
     @extend_schema(
-        parameters=[LibraryParams],
-        responses={200: LibraryBookOut(many=True), 400: ERROR, 503: ERROR},
+        parameters=[LibraryParams, PageParams],
+        responses={200: LibraryBookPageOut, 400: ERROR, 503: ERROR},
         summary="Browse and search the public library (P-5)",
+        operation_id="library_books_list",
         description="Public books of every tenant. `q` searches words (PostgreSQL full-text search over title, "
         "description, tags and entry titles) or, with `mode=meaning`, meaning (book vectors, pgvector). Filter by "
         "`tag` and `language`; sort by newest, most_copied, most_attached or relevance. Paginated.",
@@ -116,6 +119,7 @@ class LibraryBookView(PublicAPIView):
         parameters=[LanguageParams],
         responses={200: LibraryBookOut, 404: ERROR},
         summary="A public book's page, translated for display when asked (P-4, P-5)",
+        operation_id="library_book_get",
     )
     def get(self, request: Request, book_id: int) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -125,9 +129,10 @@ class LibraryBookView(PublicAPIView):
 @extend_schema(tags=["library"])
 class LibraryEntriesView(PublicAPIView):
     @extend_schema(
-        parameters=[LanguageParams],
+        parameters=[LanguageParams, PageParams],
         responses={200: LibraryEntriesOut, 404: ERROR},
         summary="A public book's entries, in list order (translated for display when ready)",
+        operation_id="library_book_entries",
     )
     def get(self, request: Request, book_id: int) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -140,6 +145,7 @@ class LinkBookView(PublicAPIView):
         parameters=[LanguageParams],
         responses={200: LibraryBookOut, 404: ERROR},
         summary="A book by its link: unlisted (or public) books, through the current token only",
+        operation_id="library_link_book",
     )
     def get(self, request: Request, token: str) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -149,9 +155,10 @@ class LinkBookView(PublicAPIView):
 @extend_schema(tags=["library"])
 class LinkEntriesView(PublicAPIView):
     @extend_schema(
-        parameters=[LanguageParams],
+        parameters=[LanguageParams, PageParams],
         responses={200: LibraryEntriesOut, 404: ERROR},
         summary="Entries of a book reached by its link",
+        operation_id="library_link_entries",
     )
     def get(self, request: Request, token: str) -> Response:
         params = _parse(LanguageParams, request.query_params)
@@ -226,7 +233,7 @@ class LanguagesView(PublicAPIView):
 
 @extend_schema(tags=["library"])
 class CopyView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=CopyIn,
@@ -261,7 +268,7 @@ class SharingView(TenantAPIView):
 
 @extend_schema(tags=["sharing"])
 class VisibilityView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=VisibilityIn,

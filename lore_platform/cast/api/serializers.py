@@ -136,7 +136,7 @@ class MessagesField(serializers.Field):
             if not isinstance(item, dict):
                 raise serializers.ValidationError({str(index): ["A message is an object with role and text."]})
             role, text, name = item.get("role"), item.get("text"), item.get("name", "")
-            if role not in self.ROLES:
+            if not isinstance(role, str) or role not in self.ROLES:  # {} / [] are unhashable
                 raise serializers.ValidationError({str(index): {"role": ["role is user, assistant or system."]}})
             if not isinstance(text, str) or len(text) > self.MAX_TEXT:
                 raise serializers.ValidationError(

@@ -1,0 +1,104 @@
+"""JSON errors for everything under ``/api/`` and ``/healthz``, whatever ``DEBUG`` says.
+
+DRF answers its own errors in the one shape (``lore_platform.api.errors``). This
+middleware, outermost, covers what never reaches DRF or escapes it: Django's
+404 for an unknown URL, a 405 from a plain view, a body over Django's limits,
+a database that does not answer (503) and any unexpected exception (500 with a
+request id that is also logged, never a traceback). Every answer carries
+``X-Request-Id``.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger("lore_platform.api")
+
+JSON_PREFIXES = ("/api/v1/", "/api/schema", "/healthz")
+# An unknown /api/... URL is JSON too; the docs pages (/api/docs/, /api/redoc/) are HTML on success.
+ERROR_PREFIXES = ("/api/", "/healthz")
+
+CODES = {
+    400: ("bad_request", "The request could not be read."),
+    401: ("not_authenticated", "Authentication credentials were not provided."),
+    403: ("permission_denied", "You do not have permission to perform this action."),
+    404: ("not_found", "Not found."),
+    405: ("method_not_allowed", "This method is not allowed here."),
+    406: ("not_acceptable", "The requested answer type is not available; this API answers JSON."),
+    413: ("payload_too_large", "The request body is too large."),
+    415: ("unsupported_media_type", "Unsupported media type."),
+    500: ("server_error", "Internal error; quote the request id when reporting it."),
+    503: ("service_unavailable", "A service this request needs is not answering; try again shortly."),
+}
+
+
+def request_id_of(request: HttpRequest) -> str:
+    return getattr(request, "request_id", "") or ""
+
+
+def error_json(status: int, request: HttpRequest, **body: Any) -> JsonResponse:
+    code, message = CODES.get(status, ("error", "The request failed."))
+    error = {"code": code, "message": message, **body}
+    if status >= 500:
+        error.setdefault("details", {})["request_id"] = request_id_of(request)
+    return JsonResponse({"error": error}, status=status)
+
+
+def _is_json(response: HttpResponse) -> bool:
+    return (response.get("Content-Type") or "").startswith("application/json")
+
+
+class ApiErrorMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path_info.startswith(ERROR_PREFIXES):
+            return self.get_response(request)
+        request.request_id = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex  # type: ignore[attr-defined]
+        response = self.get_response(request)
+        if response.status_code >= 400 and not _is_json(response):
+            response = self._as_json(request, response)
+        response["X-Request-Id"] = request_id_of(request)
+        return response
+
+    def _as_json(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        """Django's own error pages (HTML, or an empty 405) become the one JSON error shape."""
+        status = response.status_code
+        if status >= 500:
+            # An inner middleware failed; Django logged the traceback: this line ties it to the id.
+            logger.error("server error: request_id=%s %s %s", request_id_of(request), request.method, request.path)
+        converted = error_json(status, request)
+        if response.has_header("Allow"):
+            converted["Allow"] = response["Allow"]
+        return converted
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if not request.path_info.startswith(ERROR_PREFIXES):
+            return None
+        if isinstance(exc, RequestDataTooBig):
+            from django.conf import settings
+
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            return error_json(
+                413, request, message=f"The request body is larger than {limit:,} bytes.", field="body",
+                details={"limit": limit, "unit": "bytes"},
+            )
+        if isinstance(exc, TooManyFieldsSent):
+            return error_json(400, request, message=str(exc))
+        if isinstance(exc, (OperationalError, InterfaceError)) or (
+            isinstance(exc, DatabaseError) and "connection" in str(exc).lower()
+        ):
+            logger.warning("database unavailable: request_id=%s %s", request_id_of(request), exc)
+            return error_json(503, request, message="The database is not answering; try again shortly.", field="database")
+        logger.error(
+            "unhandled exception: request_id=%s %s %s", request_id_of(request), request.method, request.path,
+            exc_info=exc,
+        )
+        return error_json(500, request)

@@ -1,0 +1,276 @@
+"""The permission matrix over every operation of the URL conf (STYLE habit 9).
+
+Each operation of the OpenAPI schema (the URL conf, as served) is listed once below; a
+new endpoint fails ``test_the_matrix_covers_every_operation`` until it is added. Each
+is called by: anonymous (401, public library pages excepted), another tenant's admin
+(404 for anything naming tenant A's objects: P-3), tenant A's read-only key (403 on
+writes), and for admin-only operations tenant A's member (403). Every denial is
+checked to have changed nothing in the database.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.test import Client
+from rest_framework.test import APIClient
+
+from books.models import Profile
+from tests.books.factories import make_book, make_entry
+
+pytestmark = pytest.mark.django_db
+
+PROJECT_APPS = ("tenancy", "cast", "books", "retrieval", "sharing")
+# Rewritten by authentication itself on every call, denied or not.
+VOLATILE = {("tenancy", "apikey"): {"last_used_at"}}
+
+
+@dataclass(frozen=True)
+class Op:
+    method: str
+    path: str  # as in the schema
+    write: bool = False
+    admin_only: bool = False
+    public: bool = False  # readable by anyone (the library)
+    names_a: bool = True  # the request names tenant A's objects: another tenant gets 404
+    multipart: bool = False
+
+
+OPS = [
+    Op("get", "/api/v1/tenant", names_a=False),
+    Op("get", "/api/v1/api-keys", admin_only=True, names_a=False),
+    Op("post", "/api/v1/api-keys", write=True, admin_only=True, names_a=False),
+    Op("get", "/api/v1/api-keys/{id}", admin_only=True),
+    Op("post", "/api/v1/api-keys/{id}/revoke", write=True, admin_only=True),
+    Op("get", "/api/v1/backup", admin_only=True, names_a=False),
+    Op("post", "/api/v1/backup/restore", write=True, admin_only=True, names_a=False, multipart=True),
+    Op("get", "/api/v1/import-limits", names_a=False),
+    Op("get", "/api/v1/books", names_a=False),
+    Op("post", "/api/v1/books", write=True, names_a=False),
+    Op("post", "/api/v1/books/import", write=True, names_a=False, multipart=True),
+    Op("get", "/api/v1/books/{id}"),
+    Op("patch", "/api/v1/books/{id}", write=True),
+    Op("delete", "/api/v1/books/{id}", write=True),
+    Op("post", "/api/v1/books/{id}/active", write=True),
+    Op("get", "/api/v1/books/{id}/canon-meter"),
+    Op("get", "/api/v1/books/{book_id}/entries"),
+    Op("post", "/api/v1/books/{book_id}/entries", write=True),
+    Op("get", "/api/v1/books/{book_id}/entries/{id}"),
+    Op("patch", "/api/v1/books/{book_id}/entries/{id}", write=True),
+    Op("delete", "/api/v1/books/{book_id}/entries/{id}", write=True),
+    Op("post", "/api/v1/books/{book_id}/entries/{id}/move", write=True),
+    Op("post", "/api/v1/books/{book_id}/entries/bulk", write=True),
+    Op("post", "/api/v1/books/{book_id}/entries/bulk-create", write=True),
+    Op("post", "/api/v1/books/{book_id}/entries/reorder", write=True),
+    Op("get", "/api/v1/books/{book_id}/export"),
+    Op("post", "/api/v1/books/{book_id}/import", write=True, multipart=True),
+    Op("get", "/api/v1/books/{book_id}/lore/{entry_id}"),
+    Op("post", "/api/v1/books/{book_id}/preview"),
+    Op("get", "/api/v1/books/{book_id}/sharing"),
+    Op("post", "/api/v1/books/{book_id}/visibility", write=True),
+    Op("post", "/api/v1/books/{book_id}/link/rotate", write=True),
+    Op("get", "/api/v1/characters", names_a=False),
+    Op("post", "/api/v1/characters", write=True, names_a=False),
+    Op("get", "/api/v1/characters/{id}"),
+    Op("delete", "/api/v1/characters/{id}", write=True),
+    Op("get", "/api/v1/stories", names_a=False),
+    Op("post", "/api/v1/stories", write=True),
+    Op("get", "/api/v1/stories/{id}"),
+    Op("get", "/api/v1/novels", names_a=False),
+    Op("post", "/api/v1/novels", write=True),
+    Op("get", "/api/v1/novels/{id}"),
+    Op("get", "/api/v1/attachments", names_a=False),
+    Op("post", "/api/v1/attachments", write=True),
+    Op("delete", "/api/v1/attachments/{id}", write=True),
+    Op("get", "/api/v1/chats", names_a=False),
+    Op("post", "/api/v1/chats", write=True),
+    Op("get", "/api/v1/chats/{id}"),
+    Op("post", "/api/v1/chats/{id}/context", write=True),
+    Op("post", "/api/v1/chats/{id}/preview"),
+    Op("get", "/api/v1/chats/{id}/lore/{entry_id}"),
+    Op("get", "/api/v1/chats/{id}/requests"),
+    Op("post", "/api/v1/context"),
+    Op("get", "/api/v1/library/books", public=True, names_a=False),
+    Op("get", "/api/v1/library/books/{book_id}", public=True, names_a=False),
+    Op("get", "/api/v1/library/books/{book_id}/entries", public=True, names_a=False),
+    Op("get", "/api/v1/library/links/{token}", public=True, names_a=False),
+    Op("get", "/api/v1/library/links/{token}/entries", public=True, names_a=False),
+    Op("get", "/api/v1/library/languages", public=True, names_a=False),
+    Op("post", "/api/v1/library/copies", write=True),
+]
+
+
+def _world_info() -> bytes:
+    return json.dumps({"entries": {"0": {"uid": 0, "key": ["Varn"], "content": "Varn is a river city."}}}).encode()
+
+
+@pytest.fixture
+def world(tenant_a):
+    """Tenant A's objects, one of each, owned by A's member (whose read-only key is the read caller)."""
+    member = tenant_a.member_client
+    book = make_book(tenant_a, owner="member", profile=Profile.CLASSIC)
+    entry = make_entry(book, title="Varn", content="Varn is a river city with a long history.")
+    spare = make_entry(book, title="Spare", content="Spare lore for the matrix.")
+    public = make_book(tenant_a, owner="member", profile=Profile.CLASSIC, title="Open")
+    for i in range(10):
+        make_entry(public, title=f"Open {i}", content=f"Public lore number {i}, long enough.")
+    assert member.post(f"/api/v1/books/{public.pk}/visibility", {"visibility": "public"}, format="json").status_code == 200
+    link = member.get(f"/api/v1/books/{public.pk}/sharing").json()["link"]["token"]
+    character = member.post("/api/v1/characters", {"name": "Ilsa"}, format="json").json()
+    story = member.post("/api/v1/stories", {"title": "The Crossing", "cast_ids": [character["id"]]}, format="json").json()
+    novel = member.post("/api/v1/novels", {"title": "Tides", "cast_ids": [character["id"]]}, format="json").json()
+    attachment = member.post(
+        "/api/v1/attachments", {"target": "character", "target_id": character["id"], "book_id": book.pk}, format="json"
+    ).json()
+    chat = member.post("/api/v1/chats", {"kind": "character", "character_id": character["id"]}, format="json").json()
+    turn = {"messages": [{"role": "user", "text": "Tell me of Varn."}]}
+    assert member.post(f"/api/v1/chats/{chat['id']}/context", turn, format="json").status_code == 200
+    key = tenant_a.admin_client.post("/api/v1/api-keys", {"name": "spare", "scopes": ["read"]}, format="json").json()
+    return {
+        "book": book.pk, "entry": entry.pk, "spare": spare.pk, "public": public.pk, "link": link,
+        "character": character["id"], "story": story["id"], "novel": novel["id"], "attachment": attachment["id"],
+        "chat": chat["id"], "key": key["id"],
+    }
+
+
+def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
+    """The concrete path and a valid body for ``op`` on tenant A's objects."""
+    path = op.path
+    book_ops = path.startswith(("/api/v1/books/{book_id}", "/api/v1/books/{id}"))
+    subs = {
+        "{book_id}": w["public"] if path.startswith("/api/v1/library/") else w["book"],
+        "{token}": w["link"],
+        "{entry_id}": w["entry"],
+    }
+    if book_ops and "/entries/{id}" in path:
+        subs["{id}"] = w["entry"]
+    elif path.startswith("/api/v1/books/{id}"):
+        subs["{id}"] = w["book"]
+    else:
+        resource = path.split("/")[3]
+        subs["{id}"] = {
+            "api-keys": w["key"], "characters": w["character"], "stories": w["story"], "novels": w["novel"],
+            "attachments": w["attachment"], "chats": w["chat"],
+        }.get(resource, 0)
+    for name, value in subs.items():
+        path = path.replace(name, str(value))
+    turn = {"messages": [{"role": "user", "text": "Varn again."}]}
+    bodies = {
+        ("post", "/api/v1/api-keys"): {"name": "new", "scopes": ["read"]},
+        ("post", "/api/v1/books"): {"title": "New book"},
+        ("patch", "/api/v1/books/{id}"): {"title": "Changed"},
+        ("post", "/api/v1/books/{id}/active"): {"active": False},
+        ("post", "/api/v1/books/{book_id}/entries"): {"title": "New", "content": "New lore for the book."},
+        ("patch", "/api/v1/books/{book_id}/entries/{id}"): {"content": "Changed lore."},
+        ("post", "/api/v1/books/{book_id}/entries/{id}/move"): {"to": "bottom"},
+        ("post", "/api/v1/books/{book_id}/entries/bulk"): {"action": "disable", "entry_ids": [w["entry"]]},
+        ("post", "/api/v1/books/{book_id}/entries/bulk-create"): {"entries": [{"content": "More lore."}]},
+        ("post", "/api/v1/books/{book_id}/entries/reorder"): {"entry_ids": [w["spare"], w["entry"]]},
+        ("post", "/api/v1/books/{book_id}/preview"): {"message": "Varn"},
+        ("post", "/api/v1/books/{book_id}/visibility"): {"visibility": "unlisted"},
+        ("post", "/api/v1/characters"): {"name": "New"},
+        ("post", "/api/v1/stories"): {"title": "New", "cast_ids": [w["character"]]},
+        ("post", "/api/v1/novels"): {"title": "New", "cast_ids": [w["character"]]},
+        ("post", "/api/v1/attachments"): {"target": "story", "target_id": w["story"], "book_id": w["book"]},
+        ("post", "/api/v1/chats"): {"kind": "character", "character_id": w["character"]},
+        ("post", "/api/v1/chats/{id}/context"): turn,
+        ("post", "/api/v1/chats/{id}/preview"): {"message": "Varn"},
+        ("post", "/api/v1/context"): {**turn, "book_ids": [w["book"]]},
+        ("post", "/api/v1/library/copies"): {"book_id": w["book"]},
+    }
+    if op.multipart:
+        name = "backup.json" if "restore" in op.path else "world.json"
+        upload = io.BytesIO(_world_info())
+        upload.name = name
+        return path, {"file": upload}
+    return path, bodies.get((op.method, op.path))
+
+
+def _call(client: Any, op: Op, w: dict[str, Any]) -> Any:
+    path, body = _request(op, w)
+    if op.method == "get":
+        return client.get(path, {"input_window": 8000} if op.path.endswith("canon-meter") else {})
+    if op.multipart:
+        return client.post(path, body, format="multipart")
+    return getattr(client, op.method)(path, body, format="json")
+
+
+def _db_state() -> dict[str, list[dict[str, Any]]]:
+    state = {}
+    for config in apps.get_app_configs():
+        if config.label not in PROJECT_APPS:
+            continue
+        for model in config.get_models():
+            skip = VOLATILE.get((config.label, model._meta.model_name), set())
+            fields = [f.attname for f in model._meta.concrete_fields if f.attname not in skip]
+            state[model._meta.label] = list(model._base_manager.order_by("pk").values(*fields))
+    return state
+
+
+def _denied(client: Any, op: Op, w: dict[str, Any], status: int) -> None:
+    before = _db_state()
+    response = _call(client, op, w)
+    assert response.status_code == status, (op.method, op.path, response.status_code, response.content[:300])
+    assert "error" in response.json()
+    after = _db_state()
+    changed = [label for label in before if before[label] != after[label]]
+    assert not changed, (op.method, op.path, changed)
+
+
+def test_the_matrix_covers_every_operation(client):
+    schema = Client().get("/api/schema/?format=json").json()
+    served = {(m, p) for p, ops in schema["paths"].items() for m in ops if m in {"get", "post", "patch", "put", "delete"}}
+    assert served == {(op.method, op.path) for op in OPS}
+
+
+# Each caller runs every operation on one set of tenant A's objects: a denial changes nothing
+# (checked after each call), so the next call meets the same state.
+
+
+def test_anonymous(world):
+    for op in OPS:
+        if op.public:
+            assert _call(APIClient(), op, world).status_code == 200, op.path
+        else:
+            _denied(APIClient(), op, world, 401)
+
+
+def test_another_tenant_gets_404(world, tenant_b):
+    for op in OPS:
+        if op.names_a:
+            _denied(tenant_b.admin_client, op, world, 404)
+
+
+def test_a_read_only_key_cannot_write(world, tenant_a):
+    for op in OPS:
+        if op.write:
+            _denied(tenant_a.read_client, op, world, 403)
+
+
+def test_a_member_cannot_do_admin_work(world, tenant_a):
+    for op in OPS:
+        if op.admin_only:
+            _denied(tenant_a.member_client, op, world, 403)
+
+
+def test_a_read_only_key_reads(world, tenant_a):
+    """The same calls are allowed to the right caller: the denials above are about who, not what."""
+    for op in OPS:
+        if not op.write:
+            client = tenant_a.client(tenant_a.admin_key) if op.admin_only else tenant_a.read_client
+            response = _call(client, op, world)
+            assert response.status_code == 200, (op.method, op.path, response.status_code, response.content[:300])
+
+
+def test_another_tenant_lists_none_of_a(world, tenant_b):
+    for op in OPS:
+        if not op.names_a and not op.public and not op.write:
+            response = _call(tenant_b.admin_client, op, world)
+            assert response.status_code == 200, op.path
+            text = response.content.decode()
+            for needle in ("Ilsa", "The Crossing", "Tides", "Varn is a river city"):
+                assert needle not in text, (op.path, needle)
