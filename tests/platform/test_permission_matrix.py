@@ -24,7 +24,7 @@ from tests.books.factories import make_book, make_entry
 
 pytestmark = pytest.mark.django_db
 
-PROJECT_APPS = ("tenancy", "cast", "books", "retrieval", "sharing")
+PROJECT_APPS = ("tenancy", "cast", "books", "retrieval", "sharing", "jobs")
 # Rewritten by authentication itself on every call, denied or not.
 VOLATILE = {("tenancy", "apikey"): {"last_used_at"}}
 
@@ -101,6 +101,34 @@ OPS = [
     Op("get", "/api/v1/library/links/{token}/entries", public=True, names_a=False),
     Op("get", "/api/v1/library/languages", public=True, names_a=False),
     Op("post", "/api/v1/library/copies", write=True),
+    Op("get", "/api/v1/library/books/{book_id}/export", public=True, names_a=False),
+    Op("get", "/api/v1/library/links/{token}/export", public=True, names_a=False),
+    # Members and personas (S-1, S-2).
+    Op("get", "/api/v1/members", admin_only=True, names_a=False),
+    Op("post", "/api/v1/members", write=True, admin_only=True, names_a=False),
+    Op("patch", "/api/v1/members/{id}", write=True, admin_only=True),
+    Op("delete", "/api/v1/members/{id}", write=True, admin_only=True),
+    Op("post", "/api/v1/members/{id}/api-keys", write=True, admin_only=True),
+    Op("get", "/api/v1/personas", names_a=False),
+    Op("post", "/api/v1/personas/import", write=True, admin_only=True, names_a=False, multipart=True),
+    # The living world (L-1..L-4).
+    Op("post", "/api/v1/chats/{id}/tool-calls", write=True),
+    Op("post", "/api/v1/chats/{id}/replies/{reply_id}/revert", write=True),
+    Op("get", "/api/v1/books/{book_id}/ai-updates"),
+    Op("patch", "/api/v1/books/{book_id}/ai-updates/{write_id}", write=True),
+    Op("post", "/api/v1/books/{book_id}/ai-updates/{write_id}/accept", write=True),
+    Op("post", "/api/v1/books/{book_id}/ai-updates/{write_id}/reject", write=True),
+    Op("post", "/api/v1/books/{book_id}/ai-updates/{write_id}/undo", write=True),
+    # AI jobs (A-1..A-3).
+    Op("get", "/api/v1/jobs", names_a=False),
+    Op("post", "/api/v1/jobs/generate", write=True, names_a=False),
+    Op("post", "/api/v1/jobs/split", write=True, names_a=False),
+    Op("get", "/api/v1/jobs/model", admin_only=True, names_a=False),
+    Op("put", "/api/v1/jobs/model", write=True, admin_only=True, names_a=False),
+    Op("get", "/api/v1/jobs/{job_id}"),
+    Op("post", "/api/v1/jobs/{job_id}/cancel", write=True),
+    Op("post", "/api/v1/jobs/{job_id}/retry", write=True),
+    Op("post", "/api/v1/jobs/{job_id}/accept", write=True),
 ]
 
 
@@ -130,7 +158,14 @@ def world(tenant_a):
     turn = {"messages": [{"role": "user", "text": "Tell me of Varn."}]}
     assert member.post(f"/api/v1/chats/{chat['id']}/context", turn, format="json").status_code == 200
     key = tenant_a.admin_client.post("/api/v1/api-keys", {"name": "spare", "scopes": ["read"]}, format="json").json()
+    members = tenant_a.admin_client.get("/api/v1/members").json()
+    rows = members["results"] if isinstance(members, dict) else members
+    membership = next(row["id"] for row in rows if row["role"] == "member")
+    job = member.post("/api/v1/jobs/split", {"text": "# Varn\nVarn is a river city with a long history."},
+                      format="json")
+    assert job.status_code in (200, 201, 202), job.content
     return {
+        "member": membership, "job": job.json()["id"],
         "book": book.pk, "entry": entry.pk, "spare": spare.pk, "public": public.pk, "link": link,
         "character": character["id"], "story": story["id"], "novel": novel["id"], "attachment": attachment["id"],
         "chat": chat["id"], "key": key["id"],
@@ -145,6 +180,10 @@ def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
         "{book_id}": w["public"] if path.startswith("/api/v1/library/") else w["book"],
         "{token}": w["link"],
         "{entry_id}": w["entry"],
+        "{job_id}": w["job"],
+        # No such write or reply: every denial below comes before the lookup.
+        "{write_id}": 0,
+        "{reply_id}": "reply-1",
     }
     if book_ops and "/entries/{id}" in path:
         subs["{id}"] = w["entry"]
@@ -154,7 +193,7 @@ def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
         resource = path.split("/")[3]
         subs["{id}"] = {
             "api-keys": w["key"], "characters": w["character"], "stories": w["story"], "novels": w["novel"],
-            "attachments": w["attachment"], "chats": w["chat"],
+            "attachments": w["attachment"], "chats": w["chat"], "members": w["member"],
         }.get(resource, 0)
     for name, value in subs.items():
         path = path.replace(name, str(value))
@@ -181,9 +220,22 @@ def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
         ("post", "/api/v1/chats/{id}/preview"): {"message": "Varn"},
         ("post", "/api/v1/context"): {**turn, "book_ids": [w["book"]]},
         ("post", "/api/v1/library/copies"): {"book_id": w["book"]},
+        ("post", "/api/v1/members"): {"email": "new-member@tenant-a.test", "role": "member"},
+        ("patch", "/api/v1/members/{id}"): {"role": "admin"},
+        ("post", "/api/v1/members/{id}/api-keys"): {"name": "member key", "scopes": ["read"]},
+        ("post", "/api/v1/chats/{id}/tool-calls"): {
+            "reply_id": "reply-1",
+            "tool_call": {"id": "call-1", "type": "function",
+                          "function": {"name": "lore_create", "arguments": "{\"title\": \"Varn\"}"}},
+        },
+        ("patch", "/api/v1/books/{book_id}/ai-updates/{write_id}"): {"lore": "Edited lore for the matrix."},
+        ("post", "/api/v1/jobs/generate"): {"description": "A river city and its guilds."},
+        ("post", "/api/v1/jobs/split"): {"text": "# Varn\nVarn is a river city with a long history."},
+        ("put", "/api/v1/jobs/model"): {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
+        ("post", "/api/v1/jobs/{job_id}/accept"): {"title": "From the matrix"},
     }
     if op.multipart:
-        name = "backup.json" if "restore" in op.path else "world.json"
+        name = "backup.json" if "restore" in op.path else "card.json" if "personas" in op.path else "world.json"
         upload = io.BytesIO(_world_info())
         upload.name = name
         return path, {"file": upload}
