@@ -14,7 +14,7 @@ from books.access import access_book
 from books.api.views import ERRORS, READ_ERRORS, _parse
 from books.models import LoreWrite
 from lore_platform.api.base import TenantAPIView
-from lore_platform.api.pagination import Pagination
+from lore_platform.api.pagination import Pagination, page_of
 
 
 class LoreWriteOut(serializers.Serializer):
@@ -57,9 +57,12 @@ class LoreWritesParams(serializers.Serializer):
     state = serializers.ChoiceField(choices=LoreWrite.State.choices, required=False)
 
 
+LoreWritePageOut = page_of(LoreWriteOut, "LoreWritePageOut")
+
+
 class AiUpdatesView(TenantAPIView):
     @extend_schema(tags=["living world"], parameters=[LoreWritesParams],
-                   responses={200: LoreWriteOut(many=True), **READ_ERRORS},
+                   responses={200: LoreWritePageOut, **READ_ERRORS},
                    summary="AI updates: every write the model made into this book, newest first (L-4)")
     def get(self, request: Request, book_id: int) -> Response:
         params = _parse(LoreWritesParams, request.query_params)

@@ -78,10 +78,13 @@ def member_add(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER
 
 
 @transaction.atomic
-def member_role_change(*, tenant: Tenant, membership_id: int, role: str) -> Membership:
-    if role not in Membership.Role.values:
+def member_role_change(*, tenant: Tenant, membership_id: int, role: str | None) -> Membership:
+    """Set a member's role; ``None`` (a PATCH that names no role) changes nothing."""
+    if role is not None and role not in Membership.Role.values:
         raise ValidationFailed(f"Unknown role {role!r}.", field="role")
     membership = _membership_get(tenant, membership_id)
+    if role is None:
+        return membership
     # A tenant with no admin could never add one again (only admins manage members).
     if membership.role == Membership.Role.ADMIN and role != membership.role and not _admins_left(
         tenant, without=membership

@@ -298,9 +298,14 @@ class PersonaImportOut(serializers.Serializer):
 # --- the living world (L-1..L-4) -------------------------------------------------------
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object", "additionalProperties": True}]})
+class ToolArgumentsField(serializers.JSONField):
+    """A JSON text (OpenAI's own form) or the object it encodes; never null."""
+
+
 class ToolFunctionIn(serializers.Serializer):
     name = serializers.CharField(max_length=64, help_text="lore_create or lore_append.")
-    arguments = serializers.JSONField(help_text="The arguments as the model wrote them: a JSON text (OpenAI) or "
+    arguments = ToolArgumentsField(help_text="The arguments as the model wrote them: a JSON text (OpenAI) or "
                                                 "an object.")
 
 

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView
-from lore_platform.api.pagination import Pagination
+from lore_platform.api.pagination import PageParams, Pagination, page_of
 from lore_platform.errors import PermissionDenied
 from lore_platform.jobs import selectors, services
 from lore_platform.jobs.api.serializers import (
@@ -42,9 +42,12 @@ def _job_response(job: Any, code: int = status.HTTP_200_OK) -> Response:
     return Response(job_out(job), status=code)
 
 
+JobPageOut = page_of(JobOut, "JobPageOut")
+
+
 @extend_schema(tags=["jobs"])
 class JobListView(TenantAPIView):
-    @extend_schema(responses={200: JobOut(many=True), 401: ERROR}, summary="The caller's AI jobs, newest first")
+    @extend_schema(responses={200: JobPageOut, 401: ERROR}, parameters=[PageParams], summary="The caller's AI jobs, newest first")
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(selectors.jobs_visible(self.actor), request, view=self) or []

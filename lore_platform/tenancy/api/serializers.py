@@ -47,4 +47,5 @@ class MemberAddIn(serializers.Serializer):
 
 
 class MemberRoleIn(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    role = serializers.ChoiceField(choices=Membership.Role.choices, required=False,
+                                   help_text="The new role; omitted, nothing changes.")

@@ -95,7 +95,7 @@ class MemberViewSet(mixins.ListModelMixin, TenantViewSet):
         data = MemberRoleIn(data=request.data)
         data.is_valid(raise_exception=True)
         membership = services.member_role_change(
-            tenant=self.actor.tenant, membership_id=int(pk), role=data.validated_data["role"]
+            tenant=self.actor.tenant, membership_id=int(pk), role=data.validated_data.get("role")
         )
         return Response(MemberOut(membership).data)
 
