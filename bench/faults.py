@@ -228,6 +228,18 @@ class Tenant:
         return int(response.json()["id"])
 
 
+def world_import(client: Any, count: int, title: str) -> Any:
+    """Import a world-info file of ``count`` entries as a new world book."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    world = {"entries": {str(i): {"uid": i, "key": [f"place{i}"], "comment": f"Place {i}",
+                                  "content": f"Place {i} is a harbour town with red roofs and {i} bells."}
+                         for i in range(count)}}
+    upload = SimpleUploadedFile("world.json", json.dumps(world).encode(), content_type="application/json")
+    return client.post("/api/v1/books/import", {"file": upload, "profile": "smart", "title": title},
+                       format="multipart")
+
+
 def timed(call: Any) -> tuple[float, Any]:
     """One request, framed as Django's WSGI handler frames it (the test client leaves out the
     ``close_old_connections`` around each request that lets a real server drop a dead connection)."""
@@ -305,7 +317,7 @@ def nothing_lost(tenant: Tenant, *, turns_injected: int) -> dict[str, Any]:
     from lore_platform.cast.models import RequestLog
     from retrieval.models import EntryVector
 
-    entries = list(Entry.objects.for_tenant(tenant.tenant).filter(book_id=tenant.world))
+    entries = list(Entry.objects.for_tenant(tenant.tenant).filter(book__profile="smart"))
     vectors = list(EntryVector.objects.filter(entry__in=entries).values_list("entry_id", "content_hash"))
     by_entry: dict[int, list[str]] = {}
     for entry_id, digest in vectors:
@@ -342,6 +354,9 @@ def mode_redis(services: Services, args: argparse.Namespace) -> list[str]:
     up = turns(tenant, client, tenant.chat, count, "up")
     services.redis_stop()
     down = turns(tenant, client, tenant.chat, count, "down")
+    import_s, imported = timed(lambda: world_import(client, 20, "Imported while Redis was down"))
+    if imported.status_code != 201:
+        down["errors"].append(f"import {imported.status_code}")
     services.redis_start()
     reconnect = wait_for("the worker to reconnect", worker_answers, 60)
     worker_alive = services.worker is not None and services.worker.poll() is None
@@ -355,7 +370,8 @@ def mode_redis(services: Services, args: argparse.Namespace) -> list[str]:
     state = nothing_lost(tenant, turns_injected=injected)
     up_stats, down_stats = percentiles(up["context"]), percentiles(down["context"])
     emit(mode="redis", phase="up", context=up_stats, edits=percentiles(up["edits"]), errors=len(up["errors"]))
-    emit(mode="redis", phase="down", context=down_stats, edits=percentiles(down["edits"]), errors=len(down["errors"]))
+    emit(mode="redis", phase="down", context=down_stats, edits=percentiles(down["edits"]), errors=len(down["errors"]),
+         import_20_entries_ms=round(import_s * 1000, 1))
     emit(mode="redis", phase="back", worker_reconnect_s=round(reconnect, 1), worker_survived=worker_alive,
          recovery_s=round(recovery, 1), **state)
     failures = []
@@ -383,15 +399,8 @@ def mode_worker(services: Services, args: argparse.Namespace) -> list[str]:
     from retrieval.models import EntryVector
 
     client = tenant.client()
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    world = {"entries": {str(i): {"uid": i, "key": [f"place{i}"], "comment": f"Place {i}",
-                                  "content": f"Place {i} is a harbour town with red roofs and {i} bells."}
-                         for i in range(count)}}
-    upload = SimpleUploadedFile("world.json", json.dumps(world).encode(), content_type="application/json")
     started = time.perf_counter()
-    response = client.post("/api/v1/books/import", {"file": upload, "profile": "smart", "title": "Imported"},
-                           format="multipart")
+    response = world_import(client, count, "Imported")
     imported = time.perf_counter() - started
     if response.status_code not in (200, 201):
         return [f"import answered {response.status_code}: {response.content[:300]!r}"]
