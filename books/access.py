@@ -80,7 +80,10 @@ def access_book(actor: Actor, book_id: int | str, need: Need = "read", *, for_up
         raise NotFound("No such book.", field="book") from None
     queryset = Book.objects.for_tenant(actor.tenant).filter(pk=pk)
     # No select_related when locking: PostgreSQL cannot lock the nullable side of an outer join.
-    queryset = queryset.select_for_update() if for_update else queryset.select_related("lineage")
+    # NO KEY UPDATE: writers still queue on the book, but rows that only reference it (a worker's
+    # vectors and entry updates, checked by deferred foreign keys at commit) no longer wait for it;
+    # a plain FOR UPDATE deadlocked there under concurrent edits and indexing (bench.faults soak).
+    queryset = queryset.select_for_update(no_key=True) if for_update else queryset.select_related("lineage")
     book = queryset.first()
     if book is None or not book_can_read(actor, book):
         raise NotFound("No such book.", field="book")

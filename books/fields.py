@@ -115,6 +115,8 @@ ENTRY_FIELDS: tuple[EntryField, ...] = (
                rule="W-7", doc="Smart retrieval indexing state."),
     EntryField(name="content_hash", type=str, default="", kind="state", rule="W-7",
                doc="Hash of the indexed text (title, content, keys)."),
+    EntryField(name="regex_overruns", type=dict, default=None, kind="state", rule="C-5",
+               doc="Regex keys that overran a turn's time budget: {key: reason} (editor warning)."),
     EntryField(name="created_at", type=object, default=None, kind="state", doc="Set when written."),
     EntryField(name="updated_at", type=object, default=None, kind="state", doc="Set when written."),
 )

@@ -92,7 +92,11 @@ CLASSIC_SCAN_DEPTH = RangeLimit(rule="C-2", low=0, high=100)
 
 PROBABILITY = RangeLimit(rule="S-6", low=0, high=100)
 UNBOUNDED_TEXT = TextLimit(rule="", max=None)
-UNBOUNDED_KEYS = ListLimit(rule="", max_items=None, max_item_length=None)
+# Keys per entry and characters per key (issue 13): the largest real entry in the shared corpus has
+# 228 keys (NovelAI, "A Study in Scarlet") and its longest key 100 characters (a KoboldAI/AID
+# alternation); the limits leave about twice and five times that room. Unbounded lists held a worker.
+CLASSIC_KEYS = ListLimit(rule="C-5", max_items=500, max_item_length=500)
+SERVER_KEYS = ListLimit(rule="S-3", max_items=500, max_item_length=500)
 
 # Operations.
 BULK_ACTION = Limit(value=500, rule="W-12", unit="entries")
@@ -144,21 +148,21 @@ _PROFILE_LIMITS: dict[str, ProfileLimits] = {
         profile="server",
         entry_title=SERVER_ENTRY_TITLE,
         entry_content=SERVER_ENTRY_CONTENT,
-        entry_keys=UNBOUNDED_KEYS,
+        entry_keys=SERVER_KEYS,
         entry_scan_depth=SERVER_SCAN_DEPTH,
     ),
     "classic": ProfileLimits(
         profile="classic",
         entry_title=CLASSIC_ENTRY_TITLE,
         entry_content=UNBOUNDED_TEXT,
-        entry_keys=UNBOUNDED_KEYS,
+        entry_keys=CLASSIC_KEYS,
         entry_scan_depth=CLASSIC_SCAN_DEPTH,
     ),
     "sillytavern": ProfileLimits(
         profile="sillytavern",
         entry_title=CLASSIC_ENTRY_TITLE,
         entry_content=UNBOUNDED_TEXT,
-        entry_keys=UNBOUNDED_KEYS,
+        entry_keys=CLASSIC_KEYS,
         entry_scan_depth=CLASSIC_SCAN_DEPTH,
     ),
 }
@@ -258,6 +262,8 @@ def entry_fields_check(profile: str, fields: Mapping[str, Any], *, field_prefix:
     if "keys" in fields:
         what = "Aliases" if profile == "smart" else "Keys"
         list_check(fields["keys"], limits.entry_keys, field=f"{p}keys", what=what)
+    if "secondary_keys" in fields and fields["secondary_keys"] is not None:
+        list_check(fields["secondary_keys"], limits.entry_keys, field=f"{p}secondary_keys", what="Secondary keys")
     if "probability" in fields:
         range_check(fields["probability"], PROBABILITY, field=f"{p}probability", what="Probability")
     if "scan_depth" in fields:

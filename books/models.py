@@ -204,6 +204,9 @@ class Entry(models.Model):
     position = models.IntegerField(default=entry_model_default("position"))
     usage_count = models.PositiveIntegerField(default=entry_model_default("usage_count"))
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Regex keys that overran their time budget in a turn ({key: reason}); shown in the editor,
+    # cleared when the keys are edited (issue 13). Written by turns, not by the editor.
+    regex_overruns = models.JSONField(default=entry_model_default("regex_overruns"), blank=True)
 
     indexing_state = models.CharField(
         max_length=16, choices=IndexingState.choices, default=entry_model_default("indexing_state")

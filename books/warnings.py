@@ -14,6 +14,8 @@
   the entry counts as active in all channels until one saves a selection.
 - ``unknown_decorator`` (C-13): an `@@` line the engine does not know; it is
   kept in the content, left out of what the model sees, and reported.
+- ``regex_timeout`` (issue 13): a regex key overran its time budget in a turn
+  and was skipped there (``retrieval.engine.regex_budget``); rewrite it.
 - ``decorator_ignored`` (C-13): a repeated decorator, a value given to a flag,
   or decorators that cancel each other out.
 
@@ -99,6 +101,15 @@ def entry_warnings(
                 message=f"Legacy channel {names} is not resolved; the entry counts as active in all channels "
                 "until an admin saves a channel selection.",
                 rule="S-13",
+            )
+        )
+    for key, reason in sorted((entry.regex_overruns or {}).items()):
+        warnings.append(
+            EntryWarning(
+                code="regex_timeout",
+                message=f"The regex key {key!r} {reason} in a turn and is skipped whenever it does: rewrite it "
+                "without nested repetition.",
+                rule="C-5",
             )
         )
     if book.profile == Profile.CLASSIC:

@@ -11,8 +11,15 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", 2 * multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", 1))
 worker_class = "gthread"
-timeout = int(os.environ.get("GUNICORN_TIMEOUT", 60))
-graceful_timeout = 30
+# One bad request must not hold a worker for a minute (issue 13): the request deadline is
+# REQUEST_DEADLINE seconds. The database cancels any statement that runs longer (set here, before
+# the app loads, so only web processes get it), regex keys run under a per-turn time budget
+# (retrieval.engine.regex_budget), request lists are counted before they are processed, and a
+# worker that still stops answering is killed and replaced after ``timeout``.
+REQUEST_DEADLINE = int(os.environ.get("REQUEST_DEADLINE", 15))
+os.environ.setdefault("DATABASE_STATEMENT_TIMEOUT_MS", str(REQUEST_DEADLINE * 1000))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", REQUEST_DEADLINE + 5))
+graceful_timeout = 15
 keepalive = 5
 max_requests = 5000
 max_requests_jitter = 500

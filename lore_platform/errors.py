@@ -76,3 +76,10 @@ class PermissionDenied(DomainError):
 class Conflict(DomainError):
     status = 409
     code = "conflict"
+
+
+class ServiceUnavailable(DomainError):
+    """A service the request needs (the database) is not answering; retry shortly."""
+
+    status = 503
+    code = "service_unavailable"

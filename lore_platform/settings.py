@@ -86,6 +86,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost: JSON errors under /api/ and /healthz for whatever the layers below answer or raise.
     "lore_platform.api.middleware.ApiErrorMiddleware",
+    # A database that cannot be reached is a fast 503 (before the 500 the layer above would give).
+    "lore_platform.faults.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -119,6 +121,14 @@ DATA_DIR = Path(os.environ.get("LOREWEAVE_DATA_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    # Database down: fail within a second (503, ``lore_platform.faults``), not after the OS's TCP
+    # timeout. Web processes (deploy/gunicorn.conf.py) also cap each statement at the request
+    # deadline; migrations and workers keep no cap unless this is set.
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = _env_int("DATABASE_CONNECT_TIMEOUT", 1)
+    if _env_int("DATABASE_STATEMENT_TIMEOUT_MS", 0):
+        DATABASES["default"]["OPTIONS"]["options"] = (
+            f"-c statement_timeout={_env_int('DATABASE_STATEMENT_TIMEOUT_MS', 0)}"
+        )
     if _env_bool("DATABASE_PREPARED_STATEMENTS", True):
         # Server-side binding lets psycopg prepare the statements a turn repeats; PostgreSQL then
         # skips planning them (~1 ms for the attachment join; ~4 ms of a ~27 ms turn, measured).
@@ -168,6 +178,21 @@ CELERY_TASK_ACKS_LATE = True  # tasks are idempotent; a worker crash re-runs the
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "loreweave"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A request that publishes a task while the broker is down waits at most ~100 ms (issue 13): no
+# publish retries and short connect timeouts; ``lore_platform.celery.task_publish`` then skips the
+# broker for a few seconds and the sweeps below do the work from its database record. Workers keep
+# retrying their own connection forever (celery 5.6: 5.7.0 exits when a drop finds unacked tasks).
+BROKER_PUBLISH_TIMEOUT = float(os.environ.get("BROKER_PUBLISH_TIMEOUT", "0.1"))
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_PUBLISH_TIMEOUT
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# max_retries 0: a publisher's connection is tried once (kombu would retry 3 times over ~2 s); a worker
+# retries its own connection by broker_connection_max_retries.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": BROKER_PUBLISH_TIMEOUT, "max_retries": 0}
+# No task result is read on a request (tasks report through their rows); a result subscription
+# would be one more Redis round trip per publish.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_PUBLISH_TIMEOUT
 # Periodic sweeps (celery beat): entries left pending by a lost task get indexed.
 # Days a request log is kept (C-15); 0 keeps every log. Big keyword books store ~15 KB per turn.
 REQUEST_LOG_RETENTION_DAYS = _env_int("REQUEST_LOG_RETENTION_DAYS", 0)

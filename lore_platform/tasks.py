@@ -6,13 +6,13 @@ import socket
 from lore_platform.celery import app
 
 
-@app.task(name="lore_platform.ping")
+@app.task(name="lore_platform.ping", ignore_result=False)
 def ping() -> dict[str, object]:
     """Liveness probe for workers: answers with where it ran."""
     return {"pong": True, "hostname": socket.gethostname(), "pid": os.getpid()}
 
 
-@app.task(name="lore_platform.worker_probe")
+@app.task(name="lore_platform.worker_probe", ignore_result=False)
 def worker_probe() -> dict[str, object]:
     """What a worker sees of the stack: its database, vector extension and data."""
     from lore_platform.health import health_status

@@ -43,6 +43,7 @@ from django.utils import timezone
 
 from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, Profile, content_hash
 from books.events import ENTRIES_PER_MESSAGE
+from lore_platform.celery import task_publish
 from lore_platform.tenancy.models import Tenant
 from retrieval.embedders import embedder_configured_name, embedder_get
 from retrieval.engine.embeddings import Embedder, Vector, batched, entry_passage_text
@@ -90,7 +91,7 @@ def book_schedule_indexing(*, tenant: Tenant | int, book_id: int) -> None:
     from retrieval.tasks import reindex_book
 
     tenant_id = _tenant_id(tenant)
-    transaction.on_commit(lambda: reindex_book.delay(tenant_id, book_id), robust=True)
+    transaction.on_commit(lambda: task_publish(reindex_book, tenant_id, book_id), robust=True)
 
 
 # --- indexing -------------------------------------------------------------------
@@ -399,6 +400,6 @@ def entries_pending_sweep(*, grace: timedelta = SWEEP_GRACE) -> int:
     for tenant in Tenant.objects.order_by("pk"):
         ids = entries_needing_index(tenant, grace=grace)
         for chunk in batched(ids, ENTRIES_PER_MESSAGE):
-            index_entries.delay(tenant.pk, chunk)
+            task_publish(index_entries, tenant.pk, chunk)
         scheduled += len(ids)
     return scheduled

@@ -29,6 +29,7 @@ from books import limits
 from books.access import access_book
 from books.models import Book, Entry, Profile, Scope, Visibility
 from books.services import book_create, book_version_bump, entries_create_bulk
+from lore_platform.celery import task_publish
 from lore_platform.errors import LimitExceeded, NotFound, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -267,7 +268,7 @@ def _refresh_schedule(book: Book, share: BookShare) -> None:
     from sharing.tasks import book_shared_refresh
 
     tenant_id, book_id = book.tenant_id, book.pk
-    transaction.on_commit(lambda: book_shared_refresh.delay(tenant_id, book_id), robust=True)
+    transaction.on_commit(lambda: task_publish(book_shared_refresh, tenant_id, book_id), robust=True)
 
 
 def book_shared_changed(book: Book) -> bool:
@@ -331,7 +332,7 @@ def book_shared_refresh_run(*, tenant: Tenant | int, book_id: int) -> RefreshRep
         from sharing.tasks import book_vector_refresh
 
         tenant_id = book.tenant_id
-        transaction.on_commit(lambda: book_vector_refresh.delay(tenant_id, book_id), robust=True)
+        transaction.on_commit(lambda: task_publish(book_vector_refresh, tenant_id, book_id), robust=True)
         scheduled = translations_request_all(book)
         BookShare.objects.for_tenant(book.tenant).filter(pk=share.pk).update(
             refreshed_version=book.version,
@@ -416,7 +417,7 @@ def translation_request(*, book: Book, language: str) -> bool:
     from sharing.tasks import book_translate
 
     tenant_id, book_id = book.tenant_id, book.pk
-    transaction.on_commit(lambda: book_translate.delay(tenant_id, book_id, target), robust=True)
+    transaction.on_commit(lambda: task_publish(book_translate, tenant_id, book_id, target), robust=True)
     return created
 
 
@@ -570,6 +571,6 @@ def shared_books_sweep(*, limit: int = 500) -> dict[str, int]:
         BookTranslation.objects.for_tenant(book.tenant).filter(
             book=book, language=language, status=TranslationStatus.PENDING
         ).update(requested_at=timezone.now())
-        book_translate.delay(tenant_id, book_id, language)
+        task_publish(book_translate, tenant_id, book_id, language)
         resent += 1
     return {"refreshed": refreshed, "translations_resent": resent}

@@ -48,7 +48,7 @@ from books.services.entry_write import (
     entry_move,
     entry_update,
 )
-from books.services.usage import entries_record_usage
+from books.services.usage import entries_flag_regex_overruns, entries_record_usage
 from books.services.versions import book_version_bump
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "entries_bulk_delete",
     "entries_bulk_set_enabled",
     "entries_create_bulk",
+    "entries_flag_regex_overruns",
     "entries_record_usage",
     "entries_reorder",
     "entry_create",

@@ -57,6 +57,11 @@ def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
         return entry
     for name in changed:
         setattr(entry, name, cleaned[name])
+    if entry.regex_overruns and ({"keys", "secondary_keys"} & set(changed)):
+        # Edited keys get a fresh chance; one that still overruns is flagged again by its next turn.
+        kept = set(entry.keys) | set(entry.secondary_keys)
+        entry.regex_overruns = {k: v for k, v in entry.regex_overruns.items() if k in kept}
+        changed.append("regex_overruns")
     text_changed = versions._entry_stamp(entry)
     entry.updated_at = timezone.now()
     entry.save(update_fields=[*changed, "content_hash", "indexing_state", "updated_at"])

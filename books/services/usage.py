@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from books.models import Entry
+from books.models import Book, Entry
 from lore_platform.tenancy.models import Tenant
 
 
@@ -52,4 +52,19 @@ def _usage_apply(tenant: Tenant, by_count: dict[int, list[int]], when: datetime)
             .filter(pk__in=sorted(ids))
             .update(usage_count=F("usage_count") + count, last_used_at=when)
         )
+    return changed
+
+
+def entries_flag_regex_overruns(*, book: Book, overruns: Mapping[int, Mapping[str, str]]) -> int:
+    """Flag regex keys that overran a turn's time budget on their entries (``{entry id: {key: reason}}``).
+
+    Writes only entries not flagged for that key already, so a key that overruns on every turn
+    costs one read per turn, not one write. Not lore: no version bump. Returns the entries changed.
+    """
+    changed = 0
+    rows = Entry.objects.for_tenant(book.tenant).filter(book=book, pk__in=sorted(overruns)).only("pk", "regex_overruns")
+    for entry in rows:
+        merged = {**entry.regex_overruns, **{k: v for k, v in overruns[entry.pk].items() if k not in entry.regex_overruns}}
+        if merged != entry.regex_overruns:
+            changed += Entry.objects.for_tenant(book.tenant).filter(pk=entry.pk).update(regex_overruns=merged)
     return changed

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from books.living import living_tools_schema
 from books.models import Book
+from books.services import entries_flag_regex_overruns
 from lore_platform.cast.living import chat_living_books
 from lore_platform.cast.models import Character, Chat, Novel, RequestLog, Story
 from lore_platform.cast.selectors import GatheredBook, Gathering, chat_books_gather
@@ -37,6 +38,12 @@ from lore_platform.tenancy.actor import Actor
 from retrieval.engine import ProfileUnavailableError, assemble
 from retrieval.engine import values as ev
 from retrieval.engine.cases import injection_to_dict, log_record_to_dict
+from retrieval.engine.regex_budget import (
+    is_overrun_warning,
+    overrun_entries,
+    regex_budget,
+    selection_with_overruns,
+)
 from retrieval.engine.smart import meaning_window
 from retrieval.engine.templates import TemplateError, prompt_render
 from retrieval.engine.tokenizers import (
@@ -113,13 +120,16 @@ class TurnAnswer:
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def request_log(self, log: LogDetail | None = None) -> tuple[ev.LogRecord, ...]:
-        """The log as answered: compact leaves out entries that were simply not matched."""
+        """The log as answered: compact leaves out entries that were simply not matched
+        (one whose regex key was skipped for time stays: the reason is in its warnings)."""
         records = self.selection.request_log
         if (log or self.log) == "full":
             return records
         key = "compact_records"
         if key not in self.memo:
-            self.memo[key] = tuple(r for r in records if r.outcome != ev.Outcome.NOT_MATCHED)
+            self.memo[key] = tuple(
+                r for r in records if r.outcome != ev.Outcome.NOT_MATCHED or any(map(is_overrun_warning, r.warnings))
+            )
         return self.memo[key]  # type: ignore[no-any-return]
 
     def log_rows(self, log: LogDetail | None = None) -> list[dict[str, Any]]:
@@ -136,8 +146,10 @@ class TurnAnswer:
     @property
     def request_log_summary(self) -> LogSummary:
         records = self.selection.request_log
-        listed = len(self.request_log("compact"))
-        return LogSummary(entries=len(records), not_matched=len(records) - listed, not_matched_listed=self.log == "full")
+        if "not_matched" not in self.memo:
+            self.memo["not_matched"] = sum(r.outcome == ev.Outcome.NOT_MATCHED for r in records)
+        return LogSummary(entries=len(records), not_matched=self.memo["not_matched"],
+                          not_matched_listed=self.log == "full")
 
 
 # --- rows stored in request logs and answered by the API (ids are integers) ----------------
@@ -211,6 +223,14 @@ def _meaning_for(profile: str, gathering: Gathering, messages: Sequence[ev.Messa
     return meaning
 
 
+def _overruns_flag(gathering: Gathering, flagged: Mapping[tuple[str, str], Mapping[str, str]]) -> None:
+    """Flag the entries whose regex keys overran, for the editor (a preview flags them too)."""
+    for gathered in gathering.books:
+        per_entry = {int(entry): keys for (book, entry), keys in flagged.items() if book == str(gathered.book.pk)}
+        if per_entry:
+            entries_flag_regex_overruns(book=gathered.book, overruns=per_entry)
+
+
 def turn_run(
     *,
     request: TurnInput,
@@ -222,7 +242,8 @@ def turn_run(
     dry_run: bool = False,
     meaning: ChatMeaningSearch | None = None,
 ) -> TurnAnswer:
-    """Run the engine over gathered books. Reads the database (book rows), writes nothing.
+    """Run the engine over gathered books. Reads the database (book rows); writes only the flag
+    of a regex key that overran its time budget (``regex_budget``).
 
     ``state`` is the chat's stored timed state (JSON); the answer carries the new one.
     """
@@ -243,9 +264,14 @@ def turn_run(
     if meaning is None:
         meaning = _meaning_for(profile, gathering, request.messages)
     try:
-        selection = assemble(engine_request, tokenizer=tokenizer, meaning=meaning)
+        with regex_budget() as budget:
+            selection = assemble(engine_request, tokenizer=tokenizer, meaning=meaning)
     except ProfileUnavailableError as exc:
         raise ValidationFailed(str(exc), field="profile") from exc
+    if budget.overruns:
+        flagged = overrun_entries(engine_request.books, budget.overruns)
+        selection = selection_with_overruns(selection, flagged)
+        _overruns_flag(gathering, flagged)
     selection = _labelled(selection, gathering.books)
     rendered = None
     if request.render or request.template:

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from lore_platform.cast.models import RequestLog
+from lore_platform.celery import task_publish
 from lore_platform.tenancy.models import Tenant
 
 SWEEP_BATCH = 500
@@ -49,7 +50,8 @@ def request_usage_sweep_soon() -> None:
         if now < _next_sweep:
             return  # the sweep already set starts after this commit
         _next_sweep = now + SWEEP_DELAY
-    request_usage_sweep.apply_async(countdown=SWEEP_DELAY)
+    # A broker outage only delays the count: the log waits (usage_recorded_at null) for the beat's sweep.
+    task_publish(request_usage_sweep, countdown=SWEEP_DELAY)
 
 
 def request_usage_pending_record(*, batch: int = SWEEP_BATCH) -> int:

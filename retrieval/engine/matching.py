@@ -65,6 +65,7 @@ from typing import Generic, Literal, NamedTuple, TypeVar
 
 import ahocorasick_rs
 
+from .regex_budget import bounded_search
 from .values import Book
 
 __all__ = [
@@ -454,18 +455,19 @@ class KeyMatcher:
         per_text: list[tuple[int, ...] | None] = [known.get(text) for text in items]
         missing = [where for where, keys in enumerate(per_text) if keys is None]
         if missing:
-            fresh = self._find_each([items[where] for where in missing])
-            for where, found in zip(missing, fresh, strict=True):
+            fresh, unsure = self._find_each([items[where] for where in missing])
+            for position, (where, found) in enumerate(zip(missing, fresh, strict=True)):
                 per_text[where] = found
-                known.put(items[where], found)
+                if position not in unsure:  # a key skipped by the time budget is tried again next turn
+                    known.put(items[where], found)
         for where, keys in enumerate(per_text):
             for key in keys or ():
                 if key not in first:
                     first[key] = where
         return first
 
-    def _find_each(self, items: list[str]) -> list[tuple[int, ...]]:
-        """The keys each text holds (every text scanned; no cache)."""
+    def _find_each(self, items: list[str]) -> tuple[list[tuple[int, ...]], set[int]]:
+        """The keys each text holds (every text scanned; no cache), and the texts a regex overran on."""
         normals: list[str] = []
         folded: list[str] = []
         for text in items:
@@ -482,23 +484,32 @@ class KeyMatcher:
             self._exact.scan(joined, starts, ends, found, [])
         # Regexes run on one text at a time, never on the joined string, so
         # anchors and lookarounds see each message as it is.
+        unsure: set[int] = set()
+        keys = self.keys
+
+        def holds(key: int, regex: re.Pattern[str], where: int, text: str) -> bool:
+            hit = bounded_search(regex, text, key=keys[key].text)
+            if hit is None:
+                unsure.add(where)
+            return bool(hit)
+
         for pid, where in prefiltered:
             for key, regex in self._folded.pattern(pid).regexes or ():
-                if key not in found[where] and regex.search(normals[where]):
+                if key not in found[where] and holds(key, regex, where, normals[where]):
                     found[where].add(key)
         if self._dotless:
             for where, text in enumerate(normals):
                 if _DOTLESS_I in text:
                     for key, regex in self._dotless:
-                        if key not in found[where] and regex.search(text):
+                        if key not in found[where] and holds(key, regex, where, text):
                             found[where].add(key)
         if self._regexes:
             regex_texts = normals if not self._fold_width else [unicodedata.normalize("NFC", t) for t in items]
             for key, regex in self._regexes:
                 for where, text in enumerate(regex_texts):
-                    if regex.search(text):
+                    if holds(key, regex, where, text):
                         found[where].add(key)
-        return [tuple(keys) for keys in found]
+        return [tuple(hits) for hits in found], unsure
 
 
 _SEPARATOR = "\x00"

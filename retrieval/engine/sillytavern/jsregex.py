@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
+from ..regex_budget import bounded_search
 from .jscompat import JS_WHITESPACE, to_utf16_units, utf16_length
 
 
@@ -58,6 +59,8 @@ class JsRegex:
     sticky: bool
     required_literal: str | None
     prefix_literal: str | None = None
+    # The key as written (``/pattern/flags``), when it came from one.
+    written: str | None = None
 
     @cached_property
     def python_pattern(self) -> re.Pattern[str] | None:
@@ -81,26 +84,36 @@ class JsRegex:
         """``test`` on a cached text, trying only where the prefix literal occurs.
 
         ``start`` is an offset before which the required literal is known to be absent;
-        it only bounds the search when the prefix is that literal.
+        it only bounds the search when the prefix is that literal. Runs under the turn's
+        regex budget (``regex_budget``): a key that overruns counts as not found.
         """
         pattern = self.python_pattern
         if pattern is None:
             return False
+        key = self.key
         if self.prefix_literal != self.required_literal:
             start = 0
         if self.sticky:  # `y`: the match must start at lastIndex, which is 0.
-            return pattern.match(view.units(self.unicode)) is not None
+            return bool(bounded_search(pattern, view.units(self.unicode), key=key, anchored=True))
         prefix = self.prefix_literal
         if prefix and (self.unicode or not view.has_astral()):
             searched = view.casefolded() if self.ignore_case else view.text
             if searched is not None:  # None: casefolding changed offsets
                 position = searched.find(prefix, start)
                 while position != -1:
-                    if pattern.match(view.text, position) is not None:
+                    hit = bounded_search(pattern, view.text, position, key=key, anchored=True)
+                    if hit is None:
+                        return False
+                    if hit:
                         return True
                     position = searched.find(prefix, position + 1)
                 return False
-        return pattern.search(view.units(self.unicode)) is not None
+        return bool(bounded_search(pattern, view.units(self.unicode), key=key))
+
+    @property
+    def key(self) -> str:
+        """The key as the request log and the editor name it."""
+        return self.written if self.written is not None else f"/{self.source}/{self.flags}"
 
 
 class TextView:
@@ -152,7 +165,7 @@ def parse_regex_key(key: str) -> JsRegex | None:
     # Quirk: a string replace, so only the first `\/` is unescaped.
     pattern = pattern.replace("\\/", "/", 1)
     try:
-        return compile_js_regex(pattern, flags)
+        return replace(compile_js_regex(pattern, flags), written=key)
     except JsRegexSyntaxError:
         return None
 
