@@ -79,11 +79,15 @@ INSTALLED_APPS = [
     "retrieval",
     "sharing",
     "lore_platform.demo",
+    "lore_platform.web",
+    "js_lib_htmx",  # ships htmx.min.js as a static file (pinned in pyproject.toml)
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The pages speak the reader's language (Spanish or English); the API answers in English.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -105,6 +109,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "lore_platform.web.context.web",
             ],
         },
     },
@@ -147,7 +152,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("es", "Español")]
+LOCALE_PATHS = [BASE_DIR / "lore_platform" / "web" / "locale"]
+LOGIN_URL = "web-login"
+LOGIN_REDIRECT_URL = "web-books"
+LOGOUT_REDIRECT_URL = "web-library"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -28,4 +28,6 @@ urlpatterns = [
         name="api-redoc",
     ),
     path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the pages' language switch
+    path("", include("lore_platform.web.urls")),
 ]
