@@ -169,7 +169,16 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
+# `make run` uses kombu's filesystem transport under ./var: a real worker beside the web server,
+# with no broker service to install (scripts/run.sh). It keeps no results.
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _queue_dir = DATA_DIR / "broker" / "queue"
+    _queue_dir.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_queue_dir), "data_folder_out": str(_queue_dir)}
+CELERY_RESULT_BACKEND = os.environ.get(
+    "CELERY_RESULT_BACKEND", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else None
+)
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent; a worker crash re-runs them
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "loreweave"

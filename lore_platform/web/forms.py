@@ -64,7 +64,11 @@ class ImportIntoForm(forms.Form):
 
 
 class VisibilityForm(forms.Form):
-    visibility = forms.ChoiceField(label=_("Visibility"), choices=[(v.value, v.label) for v in Visibility])
+    visibility = forms.ChoiceField(
+        label=_("Visibility"),
+        choices=[(Visibility.PRIVATE, _("Private")), (Visibility.UNLISTED, _("Unlisted (by link)")),
+                 (Visibility.PUBLIC, _("Public (listed in the library)"))],
+    )
 
 
 class EntryForm(forms.Form):
