@@ -83,6 +83,10 @@ def test_journey_from_sign_up_to_a_chat_preview_in_another_tenant(browser, live_
     last.get_by_role("button", name=re.compile("arriba del todo")).click()
     page.wait_for_load_state()
     assert page.locator("tr[data-entry]").first.locator("td").nth(2).inner_text() == moved_title
+    # Drag it back down onto the third row: it takes that place (static/web/editor.js).
+    with page.expect_navigation():
+        page.locator("tr[data-entry]").first.drag_to(page.locator("tr[data-entry]").nth(2))
+    assert page.locator("tr[data-entry]").nth(2).locator("td").nth(2).inner_text() == moved_title
     ana.check("editor-reordered")
     # Preview (htmx: the result replaces its box, the page stays).
     page.get_by_role("link", name="Vista previa").first.click()

@@ -131,6 +131,9 @@ def _editor_context(request: HttpRequest, book: Book) -> dict[str, Any]:
         "meter": meter,
         "pending": book.profile == Profile.SMART and any(r.indexing_state == IndexingState.PENDING for r in rows),
         "can_edit": book_can_edit(actor, book),
+        # Dragging means "put it here in the list": only the unfiltered list order shows that.
+        "draggable": book_can_edit(actor, book) and sort == "position" and not any(
+            get.get(name) for name in ("state", "kind", "never_used", "q")),
         "share": share,
         "link_path": reverse("web-link", args=[share.share.link_token]) if share.share and share.link_active else None,
         "visibility": VisibilityForm(initial={"visibility": book.visibility}),
@@ -256,7 +259,10 @@ def entry_move_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpRe
     if to in ("top", "bottom"):
         entry_move(actor=actor, entry=entry, to=to)  # type: ignore[arg-type]
     else:
-        entry_move(actor=actor, entry=entry, position=request.POST.get("position"))
+        position = request.POST.get("position", "")
+        if not position.isdigit():
+            raise ValidationFailed(_("Drop the entry on a row of the list."), field="position")
+        entry_move(actor=actor, entry=entry, position=int(position))
     back = request.POST.get("next") or ""
     return redirect(back if back.startswith("/") and not back.startswith("//") else reverse("web-book", args=[book.pk]))
 
