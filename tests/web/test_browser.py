@@ -19,14 +19,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM) or not AXE.exists():
         pytest.fail(f"browser tests need {CHROMIUM} and {AXE}: run scripts/setup.sh (as root)")
-    # Playwright's sync API runs an event loop in this thread; the live server's ORM runs in its own.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    # Playwright's sync API runs an event loop in this thread, where the tests' own ORM calls run
+    # too; only while these tests run (later tests' subprocesses must not inherit it).
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    try:
+        with sync_playwright() as playwright:
+            launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield launched
+            launched.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 class Visitor:
