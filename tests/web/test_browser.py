@@ -42,6 +42,9 @@ class Visitor:
 
     def __init__(self, browser: Any, base: str, locale: str, name: str) -> None:
         self.context = browser.new_context(locale=locale, viewport={"width": 1280, "height": 900})
+        # A loaded 2-core CI machine (and the embedder's first load) can take longer than 30 s.
+        self.context.set_default_timeout(90_000)
+        self.context.set_default_navigation_timeout(90_000)
         self.page = self.context.new_page()
         self.base = base
         self.name = name
