@@ -42,7 +42,7 @@ def _check_broker() -> dict[str, Any]:
     url = settings.CELERY_BROKER_URL
     try:
         # A fresh connection, not the app's pool: health must reflect the broker now.
-        with Connection(url, connect_timeout=2) as conn:
+        with Connection(url, connect_timeout=2, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
         return {"ok": True, "mode": "broker", "transport": url.split(":", 1)[0]}
     except Exception as exc:  # noqa: BLE001

@@ -81,6 +81,8 @@ INSTALLED_APPS = [
     "sharing",
     "lore_platform.jobs",
     "lore_platform.demo",
+    "lore_platform.web",
+    "js_lib_htmx",  # ships htmx.min.js as a static file (pinned in pyproject.toml)
 ]
 
 MIDDLEWARE = [
@@ -90,6 +92,8 @@ MIDDLEWARE = [
     "lore_platform.faults.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The pages speak the reader's language (Spanish or English); the API answers in English.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -111,6 +115,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "lore_platform.web.context.web",
             ],
         },
     },
@@ -161,7 +166,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("es", "Español")]
+LOCALE_PATHS = [BASE_DIR / "lore_platform" / "web" / "locale"]
+LOGIN_URL = "web-login"
+LOGIN_REDIRECT_URL = "web-books"
+LOGOUT_REDIRECT_URL = "web-library"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -173,7 +183,16 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
+# `make run` uses kombu's filesystem transport under ./var: a real worker beside the web server,
+# with no broker service to install (scripts/run.sh). It keeps no results.
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _queue_dir = DATA_DIR / "broker" / "queue"
+    _queue_dir.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_queue_dir), "data_folder_out": str(_queue_dir)}
+CELERY_RESULT_BACKEND = os.environ.get(
+    "CELERY_RESULT_BACKEND", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else None
+)
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent; a worker crash re-runs them
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "loreweave"

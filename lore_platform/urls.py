@@ -30,6 +30,8 @@ urlpatterns = [
         name="api-redoc",
     ),
     path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the pages' language switch
+    path("", include("lore_platform.web.urls")),
 ]
 
 # DEBUG only (the embedded default): the docs pages' Swagger UI/Redoc files (drf-spectacular-sidecar) from

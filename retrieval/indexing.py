@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -41,7 +41,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, Profile, content_hash
+from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, content_hash
 from books.events import ENTRIES_PER_MESSAGE
 from lore_platform.celery import task_publish
 from lore_platform.tenancy.models import Tenant

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Install everything and run Loreweave on its embedded default: a SQLite file
-# in ./var, Celery in eager mode, in-process vector search. Prints the URL and
-# a demo API key.
+# Install everything and run Loreweave on its embedded default: a SQLite file in ./var,
+# in-process vector search, and a Celery worker beside the web server on kombu's filesystem
+# transport (queue files under ./var/broker: no broker service), so imports answer at once and
+# the editor shows indexing progress (W-7). Prints the URL and a demo API key.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 export OMP_NUM_THREADS=1
+export CELERY_BROKER_URL="${CELERY_BROKER_URL:-filesystem://}"
 .venv/bin/python manage.py migrate --noinput -v0
 .venv/bin/python manage.py demo_setup
 HOST="${HOST:-127.0.0.1}" PORT="${PORT:-8000}"
-echo "Loreweave is running at http://$HOST:$PORT/  (API docs: /api/docs/, health: /healthz). Ctrl-C stops it."
-exec .venv/bin/gunicorn lore_platform.wsgi:application --config deploy/gunicorn.conf.py --bind "$HOST:$PORT"
+
+.venv/bin/celery -A lore_platform.celery worker --pool=solo --concurrency=1 -Q loreweave --loglevel=WARNING &
+worker=$!
+trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null' EXIT INT TERM
+echo "Loreweave is running at http://$HOST:$PORT/  (library: /library, API docs: /api/docs/, health: /healthz). Ctrl-C stops it."
+.venv/bin/gunicorn lore_platform.wsgi:application --config deploy/gunicorn.conf.py --bind "$HOST:$PORT"

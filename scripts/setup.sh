@@ -34,3 +34,36 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip check
   echo "$want" > "$stamp"
 fi
+
+# --- the web pages (issue 15) ------------------------------------------------------------
+# System packages, installed as root when missing (idempotent): gettext compiles the Spanish
+# catalogue; Debian's Chromium and npm serve the browser tests (Playwright never downloads a browser).
+need=()
+command -v msgfmt >/dev/null 2>&1 || need+=(gettext)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: apt-get install ${need[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "setup: missing ${need[*]} (run as root to install them); pages stay English, browser tests fail" >&2
+  fi
+fi
+if command -v msgfmt >/dev/null 2>&1; then
+  for po in lore_platform/web/locale/*/LC_MESSAGES/django.po; do
+    mo="${po%.po}.mo"
+    [ -f "$mo" ] && [ "$mo" -nt "$po" ] || msgfmt --check -o "$mo" "$po"
+  done
+fi
+# axe-core for the accessibility checks, from its npm package at a pinned version (into var/,
+# which git ignores); the browser tests inject it into each page.
+AXE_VERSION=4.11.0
+axe_dir=var/node
+if command -v npm >/dev/null 2>&1 &&
+   [ "$(cat "$axe_dir/node_modules/axe-core/package.json" 2>/dev/null | grep -o '"version": *"[^"]*"' | head -1 | grep -o '[0-9][^"]*')" != "$AXE_VERSION" ]; then
+  echo "setup: npm install axe-core@$AXE_VERSION"
+  mkdir -p "$axe_dir"
+  npm install --silent --no-audit --no-fund --prefix "$axe_dir" "axe-core@$AXE_VERSION" >/dev/null
+fi

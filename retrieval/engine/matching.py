@@ -61,7 +61,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import ahocorasick_rs
 

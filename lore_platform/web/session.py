@@ -1,0 +1,66 @@
+"""Who is signed in, and in which of their tenants they act (the tenant switcher)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+
+from lore_platform.tenancy.actor import Actor
+from lore_platform.tenancy.models import Membership
+from lore_platform.tenancy.selectors import actor_for_user
+
+TENANT_KEY = "web_tenant"
+
+
+def user_memberships(user: Any) -> list[Membership]:
+    """The signed-in user's own memberships (read through the user: no tenant is chosen yet)."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    return list(user.memberships.select_related("tenant").order_by("tenant__name", "tenant_id"))
+
+
+def web_actor(request: HttpRequest) -> Actor | None:
+    """The actor of a signed-in request: the tenant chosen in the session, else their first one."""
+    cached = getattr(request, "_web_actor", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    user = request.user
+    if not user.is_authenticated:
+        return None
+    slug = request.session.get(TENANT_KEY)
+    actor = actor_for_user(user, slug) if slug else None  # type: ignore[arg-type]
+    if actor is None:
+        memberships = user_memberships(user)
+        if not memberships:
+            return None
+        first = memberships[0]
+        actor = Actor(tenant=first.tenant, user=user, role=first.role)  # type: ignore[arg-type]
+        request.session[TENANT_KEY] = first.tenant.slug
+    request._web_actor = actor  # type: ignore[attr-defined]
+    return actor
+
+
+def tenant_switch(request: HttpRequest, slug: str) -> bool:
+    """Act in the tenant ``slug`` from now on; False when the user is not a member there."""
+    if actor_for_user(request.user, slug) is None:  # type: ignore[arg-type]
+        return False
+    request.session[TENANT_KEY] = slug
+    request.__dict__.pop("_web_actor", None)
+    return True
+
+
+def actor_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Sign-in first; the view gets ``request.actor``."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        actor = web_actor(request)
+        if actor is None:
+            return redirect_to_login(request.get_full_path())
+        request.actor = actor  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapped
