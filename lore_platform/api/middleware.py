@@ -50,6 +50,18 @@ def error_json(status: int, request: HttpRequest, **body: Any) -> JsonResponse:
     return JsonResponse({"error": error}, status=status)
 
 
+DATABASE_RETRY_AFTER_SECONDS = 1
+
+
+def database_unavailable_json(request: HttpRequest, exc: BaseException) -> JsonResponse:
+    """The one answer to a request the database could not serve: a fast 503, whatever DEBUG says."""
+    logger.warning("database unavailable: request_id=%s %s", request_id_of(request), str(exc).strip()[:200])
+    response = error_json(503, request, code="database_unavailable",
+                          message="The database is not answering; try again shortly.", field="database")
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
 def _is_json(response: HttpResponse) -> bool:
     return (response.get("Content-Type") or "").startswith("application/json")
 
@@ -95,8 +107,7 @@ class ApiErrorMiddleware:
         if isinstance(exc, (OperationalError, InterfaceError)) or (
             isinstance(exc, DatabaseError) and "connection" in str(exc).lower()
         ):
-            logger.warning("database unavailable: request_id=%s %s", request_id_of(request), exc)
-            return error_json(503, request, message="The database is not answering; try again shortly.", field="database")
+            return database_unavailable_json(request, exc)
         logger.error(
             "unhandled exception: request_id=%s %s %s", request_id_of(request), request.method, request.path,
             exc_info=exc,

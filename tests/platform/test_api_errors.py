@@ -132,7 +132,7 @@ def test_database_unreachable_is_a_fast_503(tenant_a, monkeypatch, debug):
     response = tenant_a.admin_client.get("/api/v1/books")
     assert time.perf_counter() - started < 1.0
     error = _error(response, 503)
-    assert error["code"] == "service_unavailable" and error["field"] == "database"
+    assert error["code"] == "database_unavailable" and error["field"] == "database"
     assert "5432" not in json.dumps(error)
 
 
