@@ -206,7 +206,8 @@ CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_PUBLISH_TIMEOUT
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # max_retries 0: a publisher's connection is tried once (kombu would retry 3 times over ~2 s); a worker
 # retries its own connection by broker_connection_max_retries.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": BROKER_PUBLISH_TIMEOUT, "max_retries": 0}
+if CELERY_BROKER_URL.startswith("redis"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": BROKER_PUBLISH_TIMEOUT, "max_retries": 0}
 # No task result is read on a request (tasks report through their rows); a result subscription
 # would be one more Redis round trip per publish.
 CELERY_TASK_IGNORE_RESULT = True

@@ -19,10 +19,15 @@ def broker_down(monkeypatch):
     monkeypatch.setattr(lw_celery, "_broker_down_until", 0.0)
     app.conf.task_always_eager = False
     app.conf.broker_url = f"redis://127.0.0.1:{port}/0"
+    # The settings of a Redis broker (the embedded default has none): one try, a short connect timeout.
+    saved_options = app.conf.broker_transport_options
+    app.conf.broker_transport_options = {"socket_connect_timeout": 0.1, "max_retries": 0}
+    app.pool.force_close_all()
     try:
         yield
     finally:
         app.conf.task_always_eager = True
+        app.conf.broker_transport_options = saved_options
         app.pool.force_close_all()
 
 

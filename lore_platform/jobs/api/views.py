@@ -47,7 +47,8 @@ JobPageOut = page_of(JobOut, "JobPageOut")
 
 @extend_schema(tags=["jobs"])
 class JobListView(TenantAPIView):
-    @extend_schema(responses={200: JobPageOut, 401: ERROR}, parameters=[PageParams], summary="The caller's AI jobs, newest first")
+    @extend_schema(responses={200: JobPageOut, 401: ERROR}, parameters=[PageParams], operation_id="jobs_list",
+                   summary="The caller's AI jobs, newest first")
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(selectors.jobs_visible(self.actor), request, view=self) or []
