@@ -15,7 +15,7 @@ from books import imports
 from books.access import access_book, access_entry, book_can_edit
 from books.exports import book_export
 from books.formats import EXPORT_FORMATS
-from books.models import Book, IndexingState, Profile, Visibility
+from books.models import Book, IndexingState, Profile
 from books.selectors import ENTRY_SORTS, book_canon_meter, book_list, entries_notes, entry_list
 from books.services import bulk
 from books.services.book_write import book_create, book_update

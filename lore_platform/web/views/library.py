@@ -13,7 +13,6 @@ from django.views.decorators.http import require_POST
 from books.models import Book
 from lore_platform.cast.attachments import book_attach
 from lore_platform.errors import DomainError, ValidationFailed
-from lore_platform.web.library_export import library_book_export
 from lore_platform.web.selectors import TARGET_KINDS, attach_targets, book_canon_tokens
 from lore_platform.web.session import actor_required, web_actor
 from lore_platform.web.views.common import page_of, query_without_page, refusals_as_pages
@@ -109,7 +108,11 @@ def _readable(book_id: int, token: str | None) -> Book:
 
 @refusals_as_pages
 def library_export(request: HttpRequest, book_id: int) -> HttpResponse:
-    payload, content_type, filename = library_book_export(_readable(book_id, request.GET.get("link")))
+    # The reader's export the API serves too (I-6: world info, no tenant-only settings; S-1).
+    token = request.GET.get("link") or None
+    payload, content_type, filename = sharing.shared_book_export(
+        web_actor(request), "sillytavern", book_id=None if token else book_id, link_token=token
+    )
     response = HttpResponse(payload, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
