@@ -33,7 +33,7 @@ Kind = Literal["lore", "tenant", "list", "extra", "state"]
 SECONDARY_LOGICS = ("and_any", "and_all", "not_any", "not_all")
 ROLES = ("system", "user", "assistant")
 PLACEMENTS = ("before_persona", "after_persona")
-INDEXING_STATES = ("pending", "indexed", "failed")
+INDEXING_STATES = ("pending", "indexed", "failed", "disabled")
 
 
 @dataclass(frozen=True, kw_only=True)

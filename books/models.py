@@ -154,6 +154,8 @@ class IndexingState(models.TextChoices):
     PENDING = "pending", "Indexing for smart retrieval…"
     INDEXED = "indexed", "Indexed"
     FAILED = "failed", "Indexing failed"
+    # W-6: a disabled entry has no vector on purpose; enabling it makes it pending again.
+    DISABLED = "disabled", "Not indexed: disabled"
 
 
 def content_hash(title: str, content: str, keys: list[str]) -> str:

@@ -174,6 +174,8 @@ def entries_index(
     if unindexable:
         _vectors_remove(resolved, unindexable)
         report.removed.extend(unindexable)
+        # The state says why there is no vector (W-6), not "pending" for ever (issue 14).
+        _states_set(resolved, unindexable, IndexingState.DISABLED)
     for vector_id, book_id in moved.items():
         EntryVector.objects.for_tenant(resolved).filter(pk=vector_id).update(book_id=book_id)
     _states_set(resolved, report.current, IndexingState.INDEXED)

@@ -147,3 +147,19 @@ def test_a_classic_book_is_indexed_at_import_and_a_smart_turn_embeds_only_its_me
     ).json()
     assert passages == []  # the turn embedded its messages only
     assert any("meaning" in row["detail"] for row in body["request_log"] if row["outcome"] == "injected")
+
+
+def test_a_disabled_entry_says_it_is_not_indexed_and_comes_back_when_enabled(
+    tenant_a, xling, django_capture_on_commit_callbacks
+):
+    """Issue 14: indexing states mean what they say — a disabled entry has no vector on purpose (W-6)."""
+    book = _world(tenant_a, xling, django_capture_on_commit_callbacks)
+    entry = Entry.objects.for_tenant(tenant_a.tenant).filter(book=book).order_by("pk").last()
+    client = tenant_a.admin_client
+    url = f"/api/v1/books/{book.pk}/entries/{entry.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.patch(url, {"enabled": False}, format="json").status_code == 200
+    assert client.get(url).json()["indexing_state"] == "disabled"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.patch(url, {"enabled": True}, format="json").status_code == 200
+    assert client.get(url).json()["indexing_state"] == "indexed"
