@@ -166,8 +166,11 @@ class LinkEntriesView(PublicAPIView):
 
 
 EXPORT_RESPONSES = {
-    (200, "application/json"): OpenApiResponse(OpenApiTypes.BINARY, description="World info or card JSON."),
-    (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="Character Card V2 PNG."),
+    # A JSON file is a JSON object (as the book's own export declares it); the PNG is binary.
+    (200, "application/json"): OpenApiResponse(
+        OpenApiTypes.OBJECT, description="A JSON file (`Content-Disposition: attachment`): world info or card."
+    ),
+    (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="A PNG file: Character Card V2."),
     400: ERROR,
     401: ERROR,
     403: ERROR,
