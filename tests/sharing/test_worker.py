@@ -39,7 +39,9 @@ def test_a_worker_translates_a_published_book(worker, make_tenant, anon_client, 
 
     app.conf.task_always_eager = False
     try:
-        outcome = book_translate.apply_async((setup.tenant.pk, book.pk, "es"), queue=queue).get(timeout=90)
+        # Results are not kept by default (nothing on a request reads them): this call asks for its own.
+        outcome = book_translate.apply_async((setup.tenant.pk, book.pk, "es"), queue=queue,
+                                             ignore_result=False).get(timeout=90)
     finally:
         app.conf.task_always_eager = True
     assert process.poll() is None, "the worker died"
