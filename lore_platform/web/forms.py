@@ -91,3 +91,48 @@ class PreviewForm(forms.Form):
 
 class CharacterForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=120)
+
+
+# --- stories, novels, attaching (issue 15.6) and AI updates (L-4) ----------------------------
+
+
+class StoryForm(forms.Form):
+    """A story or a novel: a title and a cast of the tenant's characters."""
+
+    title = forms.CharField(label=_("Title"))  # its length is the service's rule (cast.chats)
+    cast_ids = forms.MultipleChoiceField(label=_("Cast"), required=False, widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args: object, characters: list[tuple[int, str]], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["cast_ids"].choices = [(str(pk), name) for pk, name in characters]  # type: ignore[attr-defined]
+
+
+class AttachForm(forms.Form):
+    """One of my books, or an unlisted book by its link (W-9); the service decides what is readable."""
+
+    book_id = forms.TypedChoiceField(label=_("Book"), coerce=int, required=False, empty_value=None)
+    link_token = forms.CharField(label=_("Or the link of an unlisted book"), required=False, max_length=300)
+
+    def __init__(self, *args: object, books: list[tuple[int, str]], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["book_id"].choices = [("", _("Choose a book"))] + [(pk, t) for pk, t in books]  # type: ignore[attr-defined]
+
+    def clean_link_token(self) -> str:
+        # A pasted link (…/link/<token>) or the bare token.
+        value: str = self.cleaned_data["link_token"].strip()
+        return value.rstrip("/").rsplit("/link/", 1)[-1] if "/link/" in value else value
+
+
+class LoreWriteEditForm(forms.Form):
+    """The owner's edits to a held AI update: a new entry's title, lore and aliases, or an append's text."""
+
+    title = forms.CharField(label=_("Title"), required=False)
+    lore = forms.CharField(label=_("Lore"), widget=forms.Textarea(attrs={"rows": 3}), required=False, strip=False)
+    aliases = forms.CharField(label=_("Aliases (comma separated)"), required=False)
+    text = forms.CharField(label=_("Added text"), widget=forms.Textarea(attrs={"rows": 3}), required=False,
+                           strip=False)
+
+    def __init__(self, *args: object, kind: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for name in (("text",) if kind == "create" else ("title", "lore", "aliases")):
+            del self.fields[name]

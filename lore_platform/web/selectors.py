@@ -4,9 +4,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from books.models import Book
+from django.db.models import Count, Q
+
+from books.models import Book, LoreWrite
+from books.selectors import book_list
 from books.tokens import model_tokenizer
-from lore_platform.cast.models import Attachment, Character, Novel, Story
+from lore_platform.cast.models import Attachment, Character, Chat, Novel, Story
+from lore_platform.cast.selectors import attachment_status
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import ApiKey
 from sharing.selectors import shared_book_entries
@@ -22,25 +26,6 @@ def attach_targets(actor: Actor) -> list[tuple[str, int, str]]:
     rows += [("story", s.pk, s.title) for s in Story.objects.for_tenant(tenant).order_by("title", "id")]
     rows += [("novel", n.pk, n.title) for n in Novel.objects.for_tenant(tenant).order_by("title", "id")]
     return rows
-
-
-def characters_with_books(actor: Actor) -> list[dict[str, Any]]:
-    """The tenant's characters with the books attached to each, in attachment order."""
-    characters = list(Character.objects.for_tenant(actor.tenant).order_by("name", "id"))
-    attached: dict[int, list[Book]] = {c.pk: [] for c in characters}
-    rows = (
-        Attachment.objects.for_tenant(actor.tenant)
-        .filter(character__isnull=False)
-        .select_related("book")
-        .order_by("position", "id")
-    )
-    for row in rows:
-        attached.setdefault(row.character_id, []).append(row.book)  # type: ignore[arg-type]
-    return [{"character": c, "books": attached.get(c.pk, [])} for c in characters]
-
-
-def character_get(actor: Actor, character_id: int) -> Character | None:
-    return Character.objects.for_tenant(actor.tenant).filter(pk=character_id).first()
 
 
 def api_keys_of(actor: Actor) -> list[ApiKey]:
@@ -59,3 +44,79 @@ def _canon_tokens(book_id: int, version: int) -> int:
 def book_canon_tokens(book: Book) -> int:
     """Tokens the book's enabled canon costs every turn (the engine's estimate for an unnamed model)."""
     return _canon_tokens(book.pk, book.version)
+
+
+# --- characters, stories, novels and what is attached to them (issue 15.6) -----------------
+
+WORLD_OWNERS: dict[str, Any] = {"character": Character, "story": Story, "novel": Novel}
+
+
+def world_owner_get(actor: Actor, kind: str, owner_id: int) -> Character | Story | Novel | None:
+    """One of the tenant's characters, stories or novels (None: not this tenant's, P-3)."""
+    return WORLD_OWNERS[kind].objects.for_tenant(actor.tenant).filter(pk=owner_id).first()
+
+
+def world_owners_with_attachments(actor: Actor, kind: str) -> list[dict[str, Any]]:
+    """The tenant's characters (or stories, novels) with their attachments in attachment order,
+    each with whether its book still reaches chats and why not (W-9, P-1: a rotated link)."""
+    model = WORLD_OWNERS[kind]
+    owners = model.objects.for_tenant(actor.tenant).order_by("name" if kind == "character" else "title", "id")
+    if kind != "character":
+        owners = owners.prefetch_related("cast")
+    owners = list(owners)
+    rows = (
+        Attachment.objects.for_tenant(actor.tenant)
+        .filter(**{f"{kind}__isnull": False})
+        .select_related("book")
+        .order_by("position", "id")
+    )
+    attached: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        injected, reason = attachment_status(actor.tenant, row)
+        attached.setdefault(getattr(row, f"{kind}_id"), []).append(
+            {"attachment": row, "book": row.book, "injected": injected, "reason": reason})
+    return [{"owner": owner, "attachments": attached.get(owner.pk, [])} for owner in owners]
+
+
+ATTACH_PICKER_MAX = 200  # the picker lists the newest readable books; others attach from the library
+
+
+def attachable_books(actor: Actor) -> list[Book]:
+    """The actor's own tenant's books they may read, for the attach picker (W-9)."""
+    return list(book_list(actor=actor)[:ATTACH_PICKER_MAX])
+
+
+# --- AI updates (issue 17's living world, on pages) ------------------------------------------
+
+
+def living_books_of(actor: Actor) -> list[dict[str, Any]]:
+    """The actor's own books that live or were written by the model, with AI-update counts by state."""
+    if actor.user is None:
+        return []
+    books = list(
+        Book.objects.for_tenant(actor.tenant).filter(owner=actor.user)
+        .filter(Q(living_world=True) | Q(lore_writes__isnull=False)).distinct().order_by("title", "id")
+    )
+    counts: dict[int, dict[str, int]] = {b.pk: {} for b in books}
+    for row in (LoreWrite.objects.for_tenant(actor.tenant).filter(book__in=books)
+                .values("book_id", "state").annotate(n=Count("id"))):
+        counts[row["book_id"]][row["state"]] = row["n"]
+    return [{"book": b, "counts": counts[b.pk]} for b in books]
+
+
+def book_writing_chats(actor: Actor, book: Book) -> dict[int, str]:
+    """The chats that wrote into ``book``, each with a readable name: its character, story or novel."""
+    chat_ids = set(LoreWrite.objects.for_tenant(actor.tenant).filter(book=book)
+                   .values_list("chat_id", flat=True).distinct())
+    labels: dict[int, str] = {pk: f"#{pk}" for pk in chat_ids}
+    for chat in Chat.objects.for_tenant(actor.tenant).filter(pk__in=chat_ids).select_related(
+            "character", "story", "novel"):
+        owner = chat.character or chat.story or chat.novel
+        name = getattr(owner, "name", None) or getattr(owner, "title", None)
+        if name:
+            labels[chat.pk] = f"#{chat.pk} · {name}"
+    return labels
+
+
+def book_lore_write(actor: Actor, book: Book, write_id: int) -> LoreWrite | None:
+    return LoreWrite.objects.for_tenant(actor.tenant).filter(book=book, pk=write_id).first()
