@@ -18,7 +18,7 @@ the cast layer hands it to the model as a tool result.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,18 @@ def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
         },
     }
     return (create, append)
+
+
+# The notice's text is a msgid as well: the pages show it translated (lore_platform/web/locale).
+LIVING_WORLD_OFF = ("The living world is now off: it works only on private books, and this book is %(visibility)s. "
+                    "The model no longer writes into it; turning it back on needs the book private again.")
+
+
+def living_world_off_notice(book: Book, *, translate: Callable[[str], str] = str,
+                            visibility: str | None = None) -> dict[str, str]:
+    """L-1's notice when a change of visibility turned the living world off (the API and the pages)."""
+    text = translate(LIVING_WORLD_OFF) % {"visibility": visibility or book.visibility}
+    return {"code": "living_world_off", "rule": "L-1", "message": text}
 
 
 # --- checks ------------------------------------------------------------------------------

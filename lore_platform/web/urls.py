@@ -2,7 +2,7 @@
 from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from lore_platform.web.views import accounts, books, cast, library
+from lore_platform.web.views import accounts, books, cast, library, living
 
 urlpatterns = [
     path("", library.library, name="web-home"),
@@ -29,6 +29,21 @@ urlpatterns = [
     path("books/<int:book_id>/entries/bulk", books.entries_bulk, name="web-entries-bulk"),
     path("books/<int:book_id>/entries/<int:entry_id>/move", books.entry_move_page, name="web-entry-move"),
     path("books/<int:book_id>/preview", books.book_preview, name="web-book-preview"),
+    # Characters, stories, novels and the AI updates (issue 15.6, 15 + 17): kept together.
     path("characters", cast.characters, name="web-characters"),
-    path("characters/<int:character_id>/preview", cast.character_preview, name="web-character-preview"),
+    path("characters/<int:owner_id>/preview", cast.owner_preview, {"kind": "character"},
+         name="web-character-preview"),
+    path("characters/<int:owner_id>/attach", cast.owner_attach, {"kind": "character"}, name="web-character-attach"),
+    path("stories", cast.stories, name="web-stories"),
+    path("stories/<int:owner_id>/preview", cast.owner_preview, {"kind": "story"}, name="web-story-preview"),
+    path("stories/<int:owner_id>/attach", cast.owner_attach, {"kind": "story"}, name="web-story-attach"),
+    path("novels", cast.novels, name="web-novels"),
+    path("novels/<int:owner_id>/preview", cast.owner_preview, {"kind": "novel"}, name="web-novel-preview"),
+    path("novels/<int:owner_id>/attach", cast.owner_attach, {"kind": "novel"}, name="web-novel-attach"),
+    path("attachments/<int:attachment_id>/detach", cast.attachment_detach, name="web-attachment-detach"),
+    path("ai-updates", living.ai_updates_overview, name="web-ai-updates"),
+    path("books/<int:book_id>/ai-updates", living.book_ai_updates, name="web-book-ai-updates"),
+    path("books/<int:book_id>/ai-updates/settings", living.living_settings, name="web-book-ai-settings"),
+    path("books/<int:book_id>/ai-updates/revert", living.reply_revert_page, name="web-book-ai-revert"),
+    path("books/<int:book_id>/ai-updates/<int:write_id>", living.ai_update_act, name="web-book-ai-update"),
 ]

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from books.access import access_book
+from books.living import living_world_off_notice
 from books.api.io_views import IgnoreFormatParamNegotiation, download
 from lore_platform.tenancy.permissions import request_actor
 from books.models import Book
@@ -288,10 +289,7 @@ class VisibilityView(TenantAPIView):
         services.book_visibility_set(actor=self.actor, book=book, visibility=data["visibility"])
         body = sharing_out(selectors.book_sharing_state(self.actor, book))
         if was_living and not book.living_world:
-            body["notices"].append({"code": "living_world_off", "rule": "L-1", "message": (
-                f"The living world is now off: it works only on private books, and this book is "
-                f"{book.visibility}. The model no longer writes into it; turning it back on needs the book "
-                "private again.")})
+            body["notices"].append(living_world_off_notice(book))
         return Response(body)
 
 

@@ -15,6 +15,7 @@ from books import imports
 from books.access import access_book, access_entry, book_can_edit
 from books.exports import book_export
 from books.formats import EXPORT_FORMATS
+from books.living import living_world_off_notice
 from books.models import Book, IndexingState, Profile
 from books.selectors import ENTRY_SORTS, book_canon_meter, book_list, entries_notes, entry_list
 from books.services import bulk
@@ -179,6 +180,7 @@ def book_visibility(request: HttpRequest, book_id: int) -> HttpResponse:
     """P-1: private / unlisted / public (publishing needs ≥10 entries)."""
     actor = request.actor  # type: ignore[attr-defined]
     book = access_book(actor, book_id, need="edit")
+    was_living = book.living_world
     try:
         sharing_services.book_visibility_set(actor=actor, book=book, visibility=request.POST.get("visibility", ""))
     except DomainError as exc:
@@ -187,6 +189,9 @@ def book_visibility(request: HttpRequest, book_id: int) -> HttpResponse:
         messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
     else:
         messages.success(request, _("Visibility saved."))
+        if was_living and not book.living_world:  # the API's notice, on the page (L-1)
+            notice = living_world_off_notice(book)
+            messages.warning(request, f"{notice['message']} ({notice['rule']})")
     return redirect("web-book", book_id=book.pk)
 
 
