@@ -6,7 +6,7 @@ set -euo pipefail
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 DEST=/opt/loreweave
 
-apt-get install -y -qq --no-install-recommends postgresql redis-server python3-venv >/dev/null
+apt-get install -y -qq --no-install-recommends postgresql redis-server python3-venv gettext >/dev/null
 bash "$SRC/deploy/install-pgvector.sh"
 
 id loreweave >/dev/null 2>&1 || useradd --system --home /var/lib/loreweave --shell /usr/sbin/nologin loreweave
@@ -18,6 +18,7 @@ rsync -a --delete --exclude .venv --exclude var --exclude .git "$SRC/" "$DEST/"
 [ -x "$DEST/.venv/bin/python" ] || python3.11 -m venv "$DEST/.venv"
 # The locked runtime tree (hash-checked), then the package itself: as deploy/Dockerfile does.
 "$DEST/.venv/bin/pip" install -q --require-hashes -r "$DEST/requirements/prod.txt"
+bash "$DEST/scripts/compile-messages.sh" --force "$DEST"  # the Spanish pages' catalogue, as the image does
 "$DEST/.venv/bin/pip" install -q --no-deps --no-build-isolation "$DEST"
 "$DEST/.venv/bin/pip" check
 

@@ -52,10 +52,7 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 if command -v msgfmt >/dev/null 2>&1; then
-  for po in lore_platform/web/locale/*/LC_MESSAGES/django.po; do
-    mo="${po%.po}.mo"
-    [ -f "$mo" ] && [ "$mo" -nt "$po" ] || msgfmt --check -o "$mo" "$po"
-  done
+  bash scripts/compile-messages.sh  # the image and install-services.sh run the same command
 fi
 # axe-core for the accessibility checks, from its npm package at a pinned version (into var/,
 # which git ignores); the browser tests inject it into each page.

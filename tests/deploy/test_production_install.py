@@ -97,13 +97,15 @@ def own_broker_url() -> str:
 
 
 def production_venv(root: Path) -> Path:
-    """deploy/Dockerfile's install: the locked runtime tree, then the package (no deps, not editable)."""
+    """deploy/Dockerfile's install: the locked runtime tree, then the package (no deps, not editable),
+    its translations compiled first by the image's command (a clean checkout has no .mo files)."""
     source = root / "src"
     shutil.copytree(
         REPO, source,
         ignore=shutil.ignore_patterns(".git", ".venv", "var", "build", "dist", "*.egg-info", "__pycache__",
-                                      ".pytest_cache", ".hypothesis", "tests"),
+                                      ".pytest_cache", ".hypothesis", "tests", "*.mo"),
     )
+    _run(["bash", str(REPO / "scripts" / "compile-messages.sh"), "--force", str(source)], cwd=root, env=_tool_env())
     venv = root / "venv"
     base_python = getattr(sys, "_base_executable", sys.executable)
     _run([base_python, "-m", "venv", str(venv)], cwd=root, env=_tool_env())
@@ -251,6 +253,7 @@ def test_production_install_runs_web_worker_and_beat_on_the_real_stack(tmp_path:
         stack.run(["python", "manage.py", "collectstatic", "--noinput"])
         assert (tmp_path / "data" / "static" / "admin" / "css" / "base.css").is_file()
         stack.run(["python", "manage.py", "check", "--deploy", "--fail-level", "WARNING"])
+        stack.run(["python", "-m", "lore_platform.web.catalogues"])  # as the image checks its install
         created = json.loads(stack.run(["python", "manage.py", "tenant_create", "Prod Install",
                                         "--admin", "ops@prodinstall.test", "--json"]))
 
@@ -267,6 +270,13 @@ def test_production_install_runs_web_worker_and_beat_on_the_real_stack(tmp_path:
             assert health["checks"]["vector"]["backend"] == "pgvector"
             assert health["checks"]["broker"]["mode"] == "broker"
             _wait_for("the worker to be ready", lambda: " ready." in stack.log("worker"), stack, 60)
+
+            # The pages speak Spanish from the installed package (its compiled catalogue).
+            spanish = urllib.request.Request(base + "/login", headers={
+                "Accept-Language": "es", "X-Forwarded-Proto": "https"})
+            with urllib.request.urlopen(spanish, timeout=30) as response:
+                page = response.read().decode()
+            assert '<html lang="es">' in page and "Iniciar sesión" in page, page[:2000]
 
             api = Api(base, created["api_key"])
             # A classic book with an entry, on a character's chat: the turn injects it.
