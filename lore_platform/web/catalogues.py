@@ -7,6 +7,7 @@ messages): its pages would show English. deploy/Dockerfile runs it on the instal
 from __future__ import annotations
 
 import gettext
+import os
 import re
 import sys
 from pathlib import Path
@@ -59,6 +60,7 @@ def catalogue_problems(locale: Path = LOCALE) -> list[str]:
 
 
 def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")  # as manage.py does
     problems = catalogue_problems()
     for line in problems:
         print(f"catalogues: {line}", file=sys.stderr)

@@ -16,6 +16,8 @@ from lore_platform.cast.services import character_import
 from sharing.services import book_link_rotate, book_visibility_set
 from tests.books.factories import admin_actor, make_book, make_entry, member_actor
 from tests.web.support import signed_in
+from tests.web.test_browser import browser  # noqa: F401  (the module's Chromium, a fixture)
+from tests.web.visitors import signed_in_visitor
 
 pytestmark = pytest.mark.django_db
 
@@ -196,3 +198,47 @@ def test_stories_and_novels_pages_in_spanish(tenant_a):
     refused = client.post(f"/stories/{story.pk}/attach", {})
     assert "Elige uno de tus libros o pega el enlace de un libro." in html(refused)
     assert Client(HTTP_ACCEPT_LANGUAGE="es").get("/stories").status_code == 302  # sign-in first
+
+
+# --- in the browser: stories and novels, axe-checked and photographed -------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_browser_story_with_cast_attach_preview_detach_and_a_novel(browser, live_server, tenant_a):
+    book = make_book(tenant_a, title="Salt roads")
+    make_entry(book, title="Salt line", content="The salt line is where the sea turns sweet.", constant=True)
+    character_import(tenant=tenant_a.tenant, name="Mira")
+    visitor = signed_in_visitor(browser, live_server, tenant_a.member, "en-GB", "stories")
+    page = visitor.go("/stories")
+    page.get_by_role("link", name="Stories").first.wait_for()
+    page.get_by_label("Title").fill("The salt war")
+    page.get_by_label("Mira").check()
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_selector("text=Cast: Mira")
+    visitor.check("story-created")
+    page.get_by_label("Book:", exact=True).select_option(label="Salt roads")
+    page.get_by_role("button", name="Attach", exact=True).click()
+    page.wait_for_selector(".messages")
+    assert "Salt roads" in page.locator('[data-testid="owners"]').inner_text()
+    visitor.check("story-attached")
+    # A stale link is refused on the form, with the service's words.
+    page.get_by_label("Or the link of an unlisted book").fill("http://elsewhere/link/not-a-token")
+    page.get_by_role("button", name="Attach", exact=True).click()
+    assert "no longer valid" in page.get_by_role("alert").first.inner_text()
+    visitor.check("story-attach-refused")
+    page.get_by_role("link", name="Preview a chat").click()
+    page.get_by_label("Sample message").fill("Where does the sea turn sweet?")
+    page.get_by_role("button", name="Preview", exact=True).click()
+    page.wait_for_selector('[data-testid="included"]')
+    assert "Salt line" in page.get_by_test_id("included").inner_text()
+    visitor.check("story-preview")
+    page = visitor.go("/stories")
+    page.get_by_role("button", name="Detach Salt roads from The salt war").click()
+    page.wait_for_selector(".messages")
+    assert "Detach Salt roads" not in page.content()
+    page = visitor.go("/novels")
+    page.get_by_label("Title").fill("Tides")
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_selector("text=Tides")
+    visitor.check("novel-created")
+    visitor.context.close()

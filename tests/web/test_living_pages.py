@@ -18,6 +18,8 @@ from lore_platform.cast.services import character_import
 from sharing.services import book_visibility_set
 from tests.books.factories import fill, make_book, make_entry, member_actor
 from tests.web.support import signed_in
+from tests.web.test_browser import browser  # noqa: F401  (the module's Chromium, a fixture)
+from tests.web.visitors import signed_in_visitor
 
 pytestmark = pytest.mark.django_db
 
@@ -216,7 +218,43 @@ def test_ai_updates_in_spanish(tenant_a):
     client.defaults["HTTP_ACCEPT_LANGUAGE"] = "es"
     page = html(client.get(f"/books/{book.pk}/ai-updates"))
     assert "Actualizaciones de la IA: Varn" in page and "Deshacer" in page and "Nueva entrada: Glass Tower" in page
-    assert re.search(r"Aplicada · chat #\d+ · Mirelda", page)
+    assert re.search(r"Aplicada · chat #\d+ · Mirelda · respuesta r1 · modelo gpt-test", page)
     overview = html(client.get("/ai-updates"))
     assert "<h1>Actualizaciones de la IA</h1>" in overview
     assert Client(HTTP_ACCEPT_LANGUAGE="es").get("/ai-updates").status_code == 302
+
+
+# --- in the browser, in Spanish: the overview, undo, and a held write accepted with an edit ------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_browser_ai_updates_undo_and_review_in_spanish(browser, live_server, tenant_a):
+    book = living_book(tenant_a)
+    chat = play(tenant_a, book)
+    tower = model_writes(tenant_a, chat, "lore_create", title="Glass Tower", lore=LORE)
+    reviewed = living_book(tenant_a, title="Archivo", living_world_review=True)
+    held = model_writes(tenant_a, play(tenant_a, reviewed, "Kael"), "lore_create", reply="r5", title="Deep Well",
+                        lore="The Deep Well of Varn answers one question a year, always truthfully.")
+    visitor = signed_in_visitor(browser, live_server, tenant_a.member, "es-ES", "ai-updates")
+    page = visitor.page
+    page.get_by_role("link", name="Actualizaciones de la IA").click()
+    page.wait_for_selector('[data-testid="living-books"]')
+    visitor.check("overview")
+    page.get_by_role("link", name="Varn").click()
+    page.wait_for_selector(f'[data-testid="write-{tower.pk}"]')
+    visitor.check("book-applied")
+    page.get_by_role("button", name="Deshacer Glass Tower").click()
+    page.wait_for_selector(".messages")
+    assert page.locator(f'[data-testid="write-{tower.pk}"]').get_attribute("data-state") == "undone"
+    assert "Deshecha" in page.locator(f'[data-testid="write-{tower.pk}"]').inner_text()
+    visitor.check("book-undone")
+    visitor.go(f"/books/{reviewed.pk}/ai-updates")
+    assert "esperan aquí tu revisión" in page.get_by_test_id("living-state").inner_text()
+    card = page.locator(f'[data-testid="write-{held.pk}"]')
+    card.get_by_label("Título").fill("Pozo Hondo")
+    card.get_by_role("button", name="Aceptar").click()
+    page.wait_for_selector(".messages")
+    assert page.locator(f'[data-testid="write-{held.pk}"]').get_attribute("data-state") == "applied"
+    assert "Pozo Hondo" in entries(reviewed)
+    visitor.check("book-accepted")
+    visitor.context.close()
