@@ -14,7 +14,7 @@ from pathlib import Path
 
 LOCALE = Path(__file__).resolve().parent / "locale"
 # A translated one-line message: its msgid and a non-empty msgstr (or msgstr[0]).
-_ENTRY = re.compile(r'^msgid "(.+)"\n(?:msgid_plural "[^\n]*"\n)?msgstr(?:\[0\])? "(.+)"$', re.M)
+_ENTRY = re.compile(r'^msgid "(.+)"\n(?:msgid_plural "[^\n]*"\n)?msgstr(?:\[0\])? "(.+)"$', re.MULTILINE)
 
 
 def _unquote(text: str) -> str:

@@ -30,7 +30,7 @@ def clean_checkout(root: Path) -> Path:
 
 def compile_messages(source: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(REPO / SCRIPT), *args, str(source)], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
 
 
 def run_lines(dockerfile: str) -> list[str]:
@@ -80,7 +80,8 @@ def test_the_package_built_after_the_compile_carries_the_spanish_catalogue(tmp_p
     source = clean_checkout(tmp_path)
     assert compile_messages(source, "--force").returncode == 0
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True, timeout=300)
+                            "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True, timeout=300,
+                           check=False)
     assert built.returncode == 0, built.stderr[-3000:]
     wheel = next((tmp_path / "dist").glob("loreweave-*.whl"))
     with zipfile.ZipFile(wheel) as archive:

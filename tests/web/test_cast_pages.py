@@ -151,7 +151,7 @@ def test_story_preview_gets_its_own_books_and_its_casts(tenant_a):
     owner = signed_in(tenant_a.member)
     page = owner.post(f"/stories/{story.pk}/preview", {"message": "We sail north"})
     assert page.status_code == 200
-    included = re.search(r'data-testid="included">(.*?)</table>', html(page), re.S).group(1)
+    included = re.search(r'data-testid="included">(.*?)</table>', html(page), re.DOTALL).group(1)
     assert "Mira&#x27;s oath" in included and "Salt line" in included
     empty = owner.post(f"/novels/{lonely.pk}/preview", {"message": "We sail north"})
     assert empty.status_code == 200 and "Nothing would be included." in html(empty)
@@ -204,7 +204,7 @@ def test_stories_and_novels_pages_in_spanish(tenant_a):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_browser_story_with_cast_attach_preview_detach_and_a_novel(browser, live_server, tenant_a):
+def test_browser_story_with_cast_attach_preview_detach_and_a_novel(browser, live_server, tenant_a):  # noqa: F811 (the fixture)
     book = make_book(tenant_a, title="Salt roads")
     make_entry(book, title="Salt line", content="The salt line is where the sea turns sweet.", constant=True)
     character_import(tenant=tenant_a.tenant, name="Mira")

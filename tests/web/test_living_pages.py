@@ -15,7 +15,6 @@ from lore_platform.cast.attachments import book_attach
 from lore_platform.cast.chats import chat_create
 from lore_platform.cast.living import tool_call_run
 from lore_platform.cast.services import character_import
-from sharing.services import book_visibility_set
 from tests.books.factories import fill, make_book, make_entry, member_actor
 from tests.web.support import signed_in
 from tests.web.test_browser import browser  # noqa: F401  (the module's Chromium, a fixture)
@@ -228,7 +227,7 @@ def test_ai_updates_in_spanish(tenant_a):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_browser_ai_updates_undo_and_review_in_spanish(browser, live_server, tenant_a):
+def test_browser_ai_updates_undo_and_review_in_spanish(browser, live_server, tenant_a):  # noqa: F811 (the fixture)
     book = living_book(tenant_a)
     chat = play(tenant_a, book)
     tower = model_writes(tenant_a, chat, "lore_create", title="Glass Tower", lore=LORE)

@@ -19,7 +19,13 @@ from lore_platform.cast.models import Character
 from lore_platform.cast.services import character_import
 from lore_platform.errors import DomainError, ValidationFailed
 from lore_platform.tenancy.actor import Actor
-from lore_platform.web.forms import AttachForm, CharacterForm, PreviewForm, StoryForm, domain_error_show
+from lore_platform.web.forms import (
+    AttachForm,
+    CharacterForm,
+    PreviewForm,
+    StoryForm,
+    domain_error_show,
+)
 from lore_platform.web.selectors import (
     attachable_books,
     world_owner_get,

@@ -21,9 +21,17 @@ from lore_platform.cast import living as cast_living
 from lore_platform.errors import DomainError, NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.web.forms import LoreWriteEditForm, domain_error_show
-from lore_platform.web.selectors import book_lore_write, book_writing_chats, living_books_of
+from lore_platform.web.selectors import (
+    book_lore_write,
+    book_writing_chats,
+    living_books_of,
+)
 from lore_platform.web.session import actor_required
-from lore_platform.web.views.common import page_of, query_without_page, refusals_as_pages
+from lore_platform.web.views.common import (
+    page_of,
+    query_without_page,
+    refusals_as_pages,
+)
 
 WRITES_PER_PAGE = 50
 ACTIONS = ("undo", "accept", "reject", "edit")
@@ -157,7 +165,6 @@ def ai_update_act(request: HttpRequest, book_id: int, write_id: int) -> HttpResp
     action = request.POST.get("action", "")
     if action not in ACTIONS:
         raise ValidationFailed(_("Choose undo, accept, reject or edit."), field="action")
-    living.lore_writes_list(actor=actor, book=book)  # only the owner acts on them (L-4)
     write = book_lore_write(actor, book, write_id)
     if write is None:
         raise NotFound(_("No such AI update."), field="write")
