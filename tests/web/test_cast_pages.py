@@ -159,6 +159,17 @@ def test_story_preview_gets_its_own_books_and_its_casts(tenant_a):
     assert too_long.status_code == 400 and "W-10" in html(too_long)
 
 
+def test_characters_page_groups_personas_by_lineage(tenant_a):
+    first = character_import(tenant=tenant_a.tenant, name="Mira", lineage_key="card:mira")
+    character_import(tenant=tenant_a.tenant, name="Mira (winter)", lineage_key="card:mira")
+    character_import(tenant=tenant_a.tenant, name="Kael")  # a lineage of its own, no book: not listed
+    make_book(tenant_a, title="Mira's persona", owner=None, scope="persona", lineage=first.lineage)
+    page = html(signed_in(tenant_a.member).get("/characters"))
+    table = re.search(r'data-testid="lineages">(.*?)</table>', page, re.DOTALL).group(1)
+    assert "card:mira" in table and "Mira, Mira (winter)" in table and "Mira&#x27;s persona (0 entries)" in table
+    assert "Kael" not in table
+
+
 # --- CSRF, Spanish -------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from lore_platform.cast import chats as chat_services
 from lore_platform.cast import turns
 from lore_platform.cast.attachments import attachment_delete, book_attach
 from lore_platform.cast.models import Character
+from lore_platform.cast.personas import persona_groups
 from lore_platform.cast.services import character_import
 from lore_platform.errors import DomainError, ValidationFailed
 from lore_platform.tenancy.actor import Actor
@@ -81,7 +82,12 @@ def _owners_page(request: HttpRequest, kind: str, *, create: Any, bound_attach: 
             "attach_url": reverse(names["attach"], args=[owner.pk]),
             "preview_url": reverse(names["preview"], args=[owner.pk]),
         })
-    context = {"kind": kind, "names": names, "form": create, "rows": rows, "next": reverse(names["list"])}
+    # Lineages the API groups personas by (issue 14.10): shown where they tell something, that is
+    # several personas sharing one lineage, or a lineage with its persona book.
+    lineages = [g for g in persona_groups(actor=actor) if len(g.personas) > 1 or g.book is not None] \
+        if kind == "character" else []
+    context = {"kind": kind, "names": names, "form": create, "rows": rows, "next": reverse(names["list"]),
+               "lineages": lineages}
     return render(request, "web/world_owners.html", context, status=status)
 
 
