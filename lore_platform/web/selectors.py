@@ -56,6 +56,11 @@ def world_owner_get(actor: Actor, kind: str, owner_id: int) -> Character | Story
     return WORLD_OWNERS[kind].objects.for_tenant(actor.tenant).filter(pk=owner_id).first()
 
 
+def characters_of(actor: Actor) -> list[Character]:
+    """The tenant's characters by name: the cast to choose a story's or novel's from."""
+    return list(Character.objects.for_tenant(actor.tenant).order_by("name", "id"))
+
+
 def world_owners_with_attachments(actor: Actor, kind: str) -> list[dict[str, Any]]:
     """The tenant's characters (or stories, novels) with their attachments in attachment order,
     each with whether its book still reaches chats and why not (W-9, P-1: a rotated link)."""

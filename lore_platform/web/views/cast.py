@@ -29,6 +29,7 @@ from lore_platform.web.forms import (
 )
 from lore_platform.web.selectors import (
     attachable_books,
+    characters_of,
     world_owner_get,
     world_owners_with_attachments,
 )
@@ -56,7 +57,7 @@ def _owner_name(owner: Any) -> str:
 
 
 def _characters(actor: Actor) -> list[tuple[int, str]]:
-    return [(row["owner"].pk, row["owner"].name) for row in world_owners_with_attachments(actor, "character")]
+    return [(c.pk, c.name) for c in characters_of(actor)]
 
 
 def _attach_form(kind: str, owner_id: int, books: list[tuple[int, str]], data: Any = None) -> AttachForm:
