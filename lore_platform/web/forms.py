@@ -91,3 +91,45 @@ class PreviewForm(forms.Form):
 
 class CharacterForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=120)
+
+
+# --- AI jobs (issue 16, point 5): the limits are the jobs services' (W-12, A-3), not these forms' ---
+
+
+class _TargetBookForm(forms.Form):
+    book = forms.TypedChoiceField(label=_("Target book (optional)"), coerce=int, empty_value=None, required=False)
+
+    def __init__(self, *args: object, books: object = (), **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["book"].choices = [("", _("None: choose when accepting"))] + [  # type: ignore[attr-defined]
+            (book.pk, book.title) for book in books  # type: ignore[attr-defined]
+        ]
+
+
+class GenerateForm(_TargetBookForm):
+    description = forms.CharField(
+        label=_("Describe your world"), required=False, strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "maxlength": 4000}),
+        help_text=_("Up to 4,000 characters (W-12). The draft has 4–16 entries, a few marked canon (A-1)."),
+    )
+    language = forms.CharField(label=_("Language of the entries (optional, e.g. es)"), required=False)
+    field_order = ["description", "language", "book"]
+
+
+class SplitForm(_TargetBookForm):
+    text = forms.CharField(
+        label=_("Your notes"), required=False, strip=False,
+        widget=forms.Textarea(attrs={"rows": 14, "maxlength": 40000}),
+        help_text=_("Up to 40,000 characters (W-12). Headings, “Name: text” lines, lists and blank-line "
+                    "sections each become an entry (A-2)."),
+    )
+    field_order = ["text", "book"]
+
+
+class ModelSettingsForm(forms.Form):
+    base_url = forms.CharField(label=_("Base URL (blank: the operator's)"), required=False,
+                               widget=forms.TextInput(attrs={"placeholder": "http://127.0.0.1:8080/v1"}))
+    model = forms.CharField(label=_("Model (blank: the operator's)"), required=False)
+    api_key = forms.CharField(label=_("API key (blank: keep the current one)"), required=False,
+                              widget=forms.PasswordInput(attrs={"autocomplete": "off"}))
+    clear_key = forms.BooleanField(label=_("Remove this workspace's key"), required=False)

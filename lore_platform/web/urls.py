@@ -2,7 +2,7 @@
 from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from lore_platform.web.views import accounts, books, cast, library
+from lore_platform.web.views import accounts, books, cast, jobs, library
 
 urlpatterns = [
     path("", library.library, name="web-home"),
@@ -31,4 +31,13 @@ urlpatterns = [
     path("books/<int:book_id>/preview", books.book_preview, name="web-book-preview"),
     path("characters", cast.characters, name="web-characters"),
     path("characters/<int:character_id>/preview", cast.character_preview, name="web-character-preview"),
+    # AI jobs (issue 16, point 5)
+    path("jobs", jobs.job_list, name="web-jobs"),
+    path("jobs/generate", jobs.job_generate, name="web-job-generate"),
+    path("jobs/split", jobs.job_split, name="web-job-split"),
+    path("jobs/model", jobs.job_model_settings, name="web-job-model"),
+    path("jobs/<int:job_id>", jobs.job_page, name="web-job"),
+    path("jobs/<int:job_id>/cancel", jobs.job_cancel, name="web-job-cancel"),
+    path("jobs/<int:job_id>/retry", jobs.job_retry, name="web-job-retry"),
+    path("jobs/<int:job_id>/accept", jobs.job_accept, name="web-job-accept"),
 ]
