@@ -52,7 +52,7 @@ def start_split(client: Client, capture: Any, *, execute: bool = True, **data: A
 
 def review_post(job: Job, **overrides: Any) -> dict[str, Any]:
     """The review form as the page fills it: every entry ticked, as drafted."""
-    data: dict[str, Any] = {"target": "new", "title": "Drowned Isles", "mode": "append", "book": ""}
+    data: dict[str, Any] = {"target": "new", "title": "Drowned Isles", "book": ""}  # no mode field: a person with no book sees none
     for i, entry in enumerate(job.draft):
         data.update({f"keep-{i}": "on", f"title-{i}": entry["title"], f"lore-{i}": entry["lore"],
                      f"aliases-{i}": ", ".join(entry["aliases"])})

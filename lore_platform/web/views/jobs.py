@@ -243,7 +243,8 @@ def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     job = selectors.access_job(actor, job_id)
     rows = _review_rows(job, request.POST)
-    review = {key: request.POST.get(key, "") for key in ("target", "book", "mode", "title")}
+    review = {key: request.POST.get(key, "") for key in ("target", "book", "title")}
+    review["mode"] = request.POST.get("mode") or "append"  # no mode choice is shown when there is no book to go into
     entries, kept = _kept_entries(rows)
     into_existing = review["target"] == "existing"
     try:
