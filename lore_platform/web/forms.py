@@ -15,9 +15,14 @@ MODEL_CHOICES = [("", _("Unknown model (estimate)"))] + [(s.prefix, s.prefix) fo
 PROFILE_CHOICES = [(p.value, p.label) for p in Profile]
 
 
+def refusal_text(exc: DomainError) -> str:
+    """A service's refusal as a person reads it: its message, with the rule ID."""
+    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+
+
 def domain_error_show(form: forms.Form, exc: DomainError) -> None:
     """Show a service's refusal on the form, on its field when the form has it, with the rule ID."""
-    text = f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+    text = refusal_text(exc)
     field = exc.field if exc.field in form.fields else None
     form.add_error(field, text)
 
@@ -113,7 +118,7 @@ class GenerateForm(_TargetBookForm):
         help_text=_("Up to 4,000 characters (W-12). The draft has 4–16 entries, a few marked canon (A-1)."),
     )
     language = forms.CharField(label=_("Language of the entries (optional, e.g. es)"), required=False)
-    field_order = ["description", "language", "book"]
+    field_order = ("description", "language", "book")
 
 
 class SplitForm(_TargetBookForm):
@@ -123,7 +128,7 @@ class SplitForm(_TargetBookForm):
         help_text=_("Up to 40,000 characters (W-12). Headings, “Name: text” lines, lists and blank-line "
                     "sections each become an entry (A-2)."),
     )
-    field_order = ["text", "book"]
+    field_order = ("text", "book")
 
 
 class ModelSettingsForm(forms.Form):

@@ -15,11 +15,15 @@ from typing import Any
 import pytest
 
 from lore_platform.jobs import tasks
-from tests.jobs.conftest import no_model  # noqa: F401  (fixture)
+from tests.jobs import conftest as jobs_fixtures
+from tests.web import test_browser
 from tests.web.support import PASSWORD, with_password
-from tests.web.test_browser import Visitor, browser  # noqa: F401  (fixture)
+from tests.web.test_browser import Visitor
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# Fixtures shared with the other browser tests and the jobs tests.
+browser, no_model = test_browser.browser, jobs_fixtures.no_model
 
 NOTES = """# The Drowned Isles
 

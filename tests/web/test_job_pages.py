@@ -15,9 +15,12 @@ from books.models import Book, Entry
 from lore_platform.jobs.models import Job, JobState
 from lore_platform.jobs.services import job_execute
 from tests.books.factories import make_book, make_entry
-from tests.jobs.conftest import llm_server, model, no_model  # noqa: F401  (fixtures)
+from tests.jobs import conftest as jobs_fixtures
 from tests.jobs.llm_server import completion, entries_json
 from tests.web.support import signed_in
+
+# The jobs tests' local model server and settings fixtures.
+llm_server, model, no_model = jobs_fixtures.llm_server, jobs_fixtures.model, jobs_fixtures.no_model
 
 pytestmark = pytest.mark.django_db
 

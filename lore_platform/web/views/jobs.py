@@ -6,6 +6,7 @@ parse the form, call them and show their refusals inline with the rule ID.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -21,7 +22,13 @@ from books.selectors import book_list
 from lore_platform.errors import DomainError, PermissionDenied, ValidationFailed
 from lore_platform.jobs import selectors, services
 from lore_platform.jobs.models import ACTIVE_STATES, Job, JobKind, JobState
-from lore_platform.web.forms import GenerateForm, ModelSettingsForm, SplitForm, domain_error_show
+from lore_platform.web.forms import (
+    GenerateForm,
+    ModelSettingsForm,
+    SplitForm,
+    domain_error_show,
+    refusal_text,
+)
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import is_htmx, page_of, refusals_as_pages
 
@@ -68,9 +75,26 @@ def _target_book(actor: Any, raw: Any) -> Any:
     return access_book(actor, raw)
 
 
-def _start_refused(form: Any, exc: DomainError) -> int:
-    domain_error_show(form, exc)
-    return exc.status if exc.status != 404 else 400
+def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dict[str, Any]], Job],
+                limit: int) -> HttpResponse:
+    """The start form of one job kind: on a valid post, start the job and go to its page; a refusal
+    (limits W-12, quotas A-3, no model) stays on the form at the service's status."""
+    actor = request.actor  # type: ignore[attr-defined]
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                job = start(form.cleaned_data)
+            except DomainError as exc:
+                domain_error_show(form, exc)
+                status = exc.status if exc.status != 404 else 400
+            else:
+                return redirect("web-job", job_id=job.pk)
+    return render(request, "web/job_start.html", {
+        "form": form, "kind": kind, "configured": selectors.model_config_for(actor.tenant).configured,
+        "limit": limit, "book": _target_book(actor, request.GET.get("book")),
+    }, status=status)
 
 
 @actor_required
@@ -78,26 +102,11 @@ def _start_refused(form: Any, exc: DomainError) -> int:
 def job_generate(request: HttpRequest) -> HttpResponse:
     """A-1: a description (≤4,000 characters) → a draft; with no model, the page says so (A-3)."""
     actor = request.actor  # type: ignore[attr-defined]
-    configured = selectors.model_config_for(actor.tenant).configured
     form = GenerateForm(request.POST or None, initial={"book": request.GET.get("book", "")},
                         books=book_list(actor=actor)[:TARGET_BOOKS_MAX])
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                job = services.job_generate_start(actor=actor, description=data["description"],
-                                                  language=data["language"] or None, book_id=data["book"])
-            except DomainError as exc:
-                status = _start_refused(form, exc)
-            else:
-                return redirect("web-job", job_id=job.pk)
-        else:
-            status = 400
-    return render(request, "web/job_start.html", {
-        "form": form, "kind": JobKind.GENERATE, "configured": configured,
-        "limit": limits.GENERATE_PROMPT.value, "book": _target_book(actor, request.GET.get("book")),
-    }, status=status)
+    return _start_page(request, JobKind.GENERATE, form, lambda data: services.job_generate_start(
+        actor=actor, description=data["description"], language=data["language"] or None, book_id=data["book"],
+    ), limits.GENERATE_PROMPT.value)
 
 
 @actor_required
@@ -105,25 +114,11 @@ def job_generate(request: HttpRequest) -> HttpResponse:
 def job_split(request: HttpRequest) -> HttpResponse:
     """A-2: notes (≤40,000 characters) → entries; with no model, the deterministic splitter."""
     actor = request.actor  # type: ignore[attr-defined]
-    configured = selectors.model_config_for(actor.tenant).configured
     form = SplitForm(request.POST or None, initial={"book": request.GET.get("book", "")},
                      books=_editable_books(actor))
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            try:
-                job = services.job_split_start(actor=actor, text=form.cleaned_data["text"],
-                                               book_id=form.cleaned_data["book"])
-            except DomainError as exc:
-                status = _start_refused(form, exc)
-            else:
-                return redirect("web-job", job_id=job.pk)
-        else:
-            status = 400
-    return render(request, "web/job_start.html", {
-        "form": form, "kind": JobKind.SPLIT, "configured": configured,
-        "limit": limits.SPLIT_TEXT_INPUT.value, "book": _target_book(actor, request.GET.get("book")),
-    }, status=status)
+    return _start_page(request, JobKind.SPLIT, form, lambda data: services.job_split_start(
+        actor=actor, text=data["text"], book_id=data["book"],
+    ), limits.SPLIT_TEXT_INPUT.value)
 
 
 @actor_required
@@ -189,36 +184,32 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     return render(request, "web/job.html", context)
 
 
+def _job_action(request: HttpRequest, job_id: int, action: Callable[..., Job], done: str) -> HttpResponse:
+    """Cancel or retry, back to the job page; a refusal there (its state, a quota) is said on it."""
+    actor = request.actor  # type: ignore[attr-defined]
+    try:
+        action(actor=actor, job=selectors.access_job(actor, job_id))
+    except DomainError as exc:
+        if exc.status in (403, 404):
+            raise
+        messages.error(request, refusal_text(exc))
+    else:
+        messages.success(request, done)
+    return redirect("web-job", job_id=job_id)
+
+
 @require_POST
 @actor_required
 @refusals_as_pages
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
-    try:
-        services.job_cancel(actor=actor, job=selectors.access_job(actor, job_id))
-    except DomainError as exc:
-        if exc.status in (403, 404):
-            raise
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, _("Job cancelled."))
-    return redirect("web-job", job_id=job_id)
+    return _job_action(request, job_id, services.job_cancel, _("Job cancelled."))
 
 
 @require_POST
 @actor_required
 @refusals_as_pages
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
-    try:
-        services.job_retry(actor=actor, job=selectors.access_job(actor, job_id))
-    except DomainError as exc:
-        if exc.status in (403, 404):
-            raise
-        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
-    else:
-        messages.success(request, _("Job started again."))
-    return redirect("web-job", job_id=job_id)
+    return _job_action(request, job_id, services.job_retry, _("Job started again."))
 
 
 def _kept_entries(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -263,7 +254,7 @@ def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
     except DomainError as exc:
         if exc.status == 404 and exc.field != "book":
             raise
-        text = f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+        text = refusal_text(exc)
         index = _entry_index(exc.field)
         if index is not None and index < len(kept):
             rows[kept[index]]["error"] = text
@@ -296,7 +287,8 @@ def job_model_settings(request: HttpRequest) -> HttpResponse:
             try:
                 services.model_settings_set(actor=actor, **fields)
             except DomainError as exc:
-                status = _start_refused(form, exc)
+                domain_error_show(form, exc)
+                status = exc.status
             else:
                 messages.success(request, _("Model settings saved."))
                 return redirect("web-job-model")
