@@ -6,6 +6,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.password_validation import validate_password
 from django.utils.translation import gettext_lazy as _
 
+from books import limits
 from books.models import Profile, Visibility
 from lore_platform.errors import DomainError
 from retrieval.engine.tokenizers import MODEL_REGISTRY
@@ -114,7 +115,7 @@ class _TargetBookForm(forms.Form):
 class GenerateForm(_TargetBookForm):
     description = forms.CharField(
         label=_("Describe your world"), required=False, strip=False,
-        widget=forms.Textarea(attrs={"rows": 8, "maxlength": 4000}),
+        widget=forms.Textarea(attrs={"rows": 8, "maxlength": limits.GENERATE_PROMPT.value}),
         help_text=_("Up to 4,000 characters (W-12). The draft has 4–16 entries, a few marked canon (A-1)."),
     )
     language = forms.CharField(label=_("Language of the entries (optional, e.g. es)"), required=False)
@@ -124,7 +125,7 @@ class GenerateForm(_TargetBookForm):
 class SplitForm(_TargetBookForm):
     text = forms.CharField(
         label=_("Your notes"), required=False, strip=False,
-        widget=forms.Textarea(attrs={"rows": 14, "maxlength": 40000}),
+        widget=forms.Textarea(attrs={"rows": 14, "maxlength": limits.SPLIT_TEXT_INPUT.value}),
         help_text=_("Up to 40,000 characters (W-12). Headings, “Name: text” lines, lists and blank-line "
                     "sections each become an entry (A-2)."),
     )

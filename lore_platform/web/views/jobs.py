@@ -16,7 +16,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from books import limits
 from books.access import access_book, book_can_edit
 from books.selectors import book_list
 from lore_platform.errors import DomainError, PermissionDenied, ValidationFailed
@@ -75,8 +74,7 @@ def _target_book(actor: Any, raw: Any) -> Any:
     return access_book(actor, raw)
 
 
-def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dict[str, Any]], Job],
-                limit: int) -> HttpResponse:
+def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dict[str, Any]], Job]) -> HttpResponse:
     """The start form of one job kind: on a valid post, start the job and go to its page; a refusal
     (limits W-12, quotas A-3, no model) stays on the form at the service's status."""
     actor = request.actor  # type: ignore[attr-defined]
@@ -93,7 +91,7 @@ def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dic
                 return redirect("web-job", job_id=job.pk)
     return render(request, "web/job_start.html", {
         "form": form, "kind": kind, "configured": selectors.model_config_for(actor.tenant).configured,
-        "limit": limit, "book": _target_book(actor, request.GET.get("book")),
+        "book": _target_book(actor, request.GET.get("book")),
     }, status=status)
 
 
@@ -106,7 +104,7 @@ def job_generate(request: HttpRequest) -> HttpResponse:
                         books=book_list(actor=actor)[:TARGET_BOOKS_MAX])
     return _start_page(request, JobKind.GENERATE, form, lambda data: services.job_generate_start(
         actor=actor, description=data["description"], language=data["language"] or None, book_id=data["book"],
-    ), limits.GENERATE_PROMPT.value)
+    ))
 
 
 @actor_required
@@ -118,7 +116,7 @@ def job_split(request: HttpRequest) -> HttpResponse:
                      books=_editable_books(actor))
     return _start_page(request, JobKind.SPLIT, form, lambda data: services.job_split_start(
         actor=actor, text=data["text"], book_id=data["book"],
-    ), limits.SPLIT_TEXT_INPUT.value)
+    ))
 
 
 @actor_required
