@@ -138,3 +138,80 @@ def test_review_refusal_and_model_settings_pass_axe(browser, live_server, tenant
     page = admin.go("/jobs/model")
     admin.check("model-settings")
     admin.context.close()
+
+
+# --- `make run`: a real worker on kombu's filesystem broker moves the bar --------------------------
+
+USER = """
+from lore_platform.tenancy.services import tenant_create
+made = tenant_create(name="Run", admin_email="run@run.test", profile="smart")
+made.admin.set_password(PASSWORD)
+made.admin.save()
+print("USER", made.admin.email)
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_on_the_embedded_default_a_real_worker_finishes_the_job_while_the_page_watches(browser, tmp_path):
+    """As `make run` runs it: gunicorn and a separate Celery worker process on the filesystem broker,
+    one SQLite file. The page is watched while the job waits for a worker, then the worker starts."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.web.test_embedded_worker import REPO, _manage
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env.update(LOREWEAVE_DATA_DIR=str(tmp_path), CELERY_BROKER_URL="filesystem://", OMP_NUM_THREADS="1",
+               LOREWEAVE_LLM_BASE_URL="", LOREWEAVE_LLM_MODEL="", GUNICORN_WORKERS="2", GUNICORN_ACCESS_LOG="off")
+    _manage(env, "migrate", "--noinput", "-v0")
+    assert "USER" in _manage(env, "shell", "-c", USER.replace("PASSWORD", repr(PASSWORD)))
+    port = _free_port()
+    web = subprocess.Popen([sys.executable, "-m", "gunicorn", "lore_platform.wsgi:application", "--config",
+                            "deploy/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"],
+                           cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "gunicorn did not start"
+                time.sleep(0.5)
+        visitor = Visitor(browser, base, "en-GB", "jobs-run")
+        page = sign_in(visitor, "run@run.test")
+        visitor.go("/jobs/split")
+        page.get_by_label("Your notes").fill(NOTES)
+        page.get_by_role("button", name="Split into entries").click()
+        page.wait_for_url(re.compile(r"/jobs/\d+$"))
+        page.evaluate("() => { window.__stayed = true; }")
+        page.wait_for_timeout(2_000)
+        assert page.get_by_role("progressbar").get_attribute("aria-valuenow") == "0"
+        assert "Queued" in page.get_by_test_id("job-state").inner_text()  # no worker yet: it waits
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker", "--pool=solo",
+             "--concurrency=1", "-Q", "loreweave", "--loglevel=WARNING"],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        page.wait_for_selector('#job[data-state="done"]', timeout=120_000)
+        assert page.evaluate("() => window.__stayed === true")  # the page was never reloaded
+        assert page.get_by_role("progressbar").get_attribute("aria-valuenow") == "100"
+        assert page.locator("#title-2").input_value() == "Tidecaller Mara"
+        visitor.check("real-worker-done")
+        visitor.context.close()
+    finally:
+        for process in (worker, web):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
