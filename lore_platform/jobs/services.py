@@ -154,23 +154,32 @@ def job_generate_start(
             rule="A-3",
         )
     existing: list[str] = [t for t in (titles or []) if isinstance(t, str) and t.strip()]
+    target: dict[str, Any] = {}
     if book_id is not None:
         book = access_book(actor, book_id, need="read")
         language = language or book.language
+        target = {"book": book.pk}  # the review offers it as where the draft goes
         if not titles:
             existing = list(Entry.objects.for_tenant(actor.tenant).filter(book=book).values_list("title", flat=True))
     limits.text_check(language or "", limits.BOOK_LANGUAGE, field="language", what="The language code")
-    data = {"description": description, "language": language or "", "titles": existing[: limits.SMART_ENTRIES_PER_BOOK.value]}
+    data = {"description": description, "language": language or "",
+            "titles": existing[: limits.SMART_ENTRIES_PER_BOOK.value], **target}
     return _job_create(actor, kind=JobKind.GENERATE, data=data, model=config.model)
 
 
-def job_split_start(*, actor: Actor, text: str) -> Job:
-    """A-2: notes (≤40,000 characters) → entries; with no model, the deterministic splitter (A-3)."""
+def job_split_start(*, actor: Actor, text: str, book_id: int | None = None) -> Job:
+    """A-2: notes (≤40,000 characters) → entries; with no model, the deterministic splitter (A-3).
+
+    ``book_id`` names the book the entries are meant for (kept on the job for the review).
+    """
     _write_check(actor)
     text = _text(text, "text", "The text")
     limits.count_check(len(text), limits.SPLIT_TEXT_INPUT, field="text", what="The text")
+    data: dict[str, Any] = {"text": text}
+    if book_id is not None:
+        data["book"] = access_book(actor, book_id, need="edit").pk
     config = model_config_for(actor.tenant)
-    return _job_create(actor, kind=JobKind.SPLIT, data={"text": text}, model=config.model if config.configured else DETERMINISTIC)
+    return _job_create(actor, kind=JobKind.SPLIT, data=data, model=config.model if config.configured else DETERMINISTIC)
 
 
 def job_cancel(*, actor: Actor, job: Job) -> Job:

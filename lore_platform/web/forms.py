@@ -6,6 +6,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.password_validation import validate_password
 from django.utils.translation import gettext_lazy as _
 
+from books import limits
 from books.models import Profile, Visibility
 from lore_platform.errors import DomainError
 from retrieval.engine.tokenizers import MODEL_REGISTRY
@@ -15,9 +16,14 @@ MODEL_CHOICES = [("", _("Unknown model (estimate)"))] + [(s.prefix, s.prefix) fo
 PROFILE_CHOICES = [(p.value, p.label) for p in Profile]
 
 
+def refusal_text(exc: DomainError) -> str:
+    """A service's refusal as a person reads it: its message, with the rule ID."""
+    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+
+
 def domain_error_show(form: forms.Form, exc: DomainError) -> None:
     """Show a service's refusal on the form, on its field when the form has it, with the rule ID."""
-    text = f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+    text = refusal_text(exc)
     field = exc.field if exc.field in form.fields else None
     form.add_error(field, text)
 
@@ -136,3 +142,43 @@ class LoreWriteEditForm(forms.Form):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         for name in (("text",) if kind == "create" else ("title", "lore", "aliases")):
             del self.fields[name]
+# --- AI jobs (issue 16, point 5): the limits are the jobs services' (W-12, A-3), not these forms' ---
+
+
+class _TargetBookForm(forms.Form):
+    book = forms.TypedChoiceField(label=_("Target book (optional)"), coerce=int, empty_value=None, required=False)
+
+    def __init__(self, *args: object, books: object = (), **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["book"].choices = [("", _("None: choose when accepting"))] + [  # type: ignore[attr-defined]
+            (book.pk, book.title) for book in books  # type: ignore[attr-defined]
+        ]
+
+
+class GenerateForm(_TargetBookForm):
+    description = forms.CharField(
+        label=_("Describe your world"), required=False, strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "maxlength": limits.GENERATE_PROMPT.value}),
+        help_text=_("Up to 4,000 characters (W-12). The draft has 4–16 entries, a few marked canon (A-1)."),
+    )
+    language = forms.CharField(label=_("Language of the entries (optional, e.g. es)"), required=False)
+    field_order = ("description", "language", "book")
+
+
+class SplitForm(_TargetBookForm):
+    text = forms.CharField(
+        label=_("Your notes"), required=False, strip=False,
+        widget=forms.Textarea(attrs={"rows": 14, "maxlength": limits.SPLIT_TEXT_INPUT.value}),
+        help_text=_("Up to 40,000 characters (W-12). Headings, “Name: text” lines, lists and blank-line "
+                    "sections each become an entry (A-2)."),
+    )
+    field_order = ("text", "book")
+
+
+class ModelSettingsForm(forms.Form):
+    base_url = forms.CharField(label=_("Base URL (blank: the operator's)"), required=False,
+                               widget=forms.TextInput(attrs={"placeholder": "http://127.0.0.1:8080/v1"}))
+    model = forms.CharField(label=_("Model (blank: the operator's)"), required=False)
+    api_key = forms.CharField(label=_("API key (blank: keep the current one)"), required=False,
+                              widget=forms.PasswordInput(attrs={"autocomplete": "off"}))
+    clear_key = forms.BooleanField(label=_("Remove this workspace's key"), required=False)

@@ -2,7 +2,7 @@
 from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from lore_platform.web.views import accounts, books, cast, library, living
+from lore_platform.web.views import accounts, books, cast, jobs, library, living
 
 urlpatterns = [
     path("", library.library, name="web-home"),
@@ -46,4 +46,13 @@ urlpatterns = [
     path("books/<int:book_id>/ai-updates/settings", living.living_settings, name="web-book-ai-settings"),
     path("books/<int:book_id>/ai-updates/revert", living.reply_revert_page, name="web-book-ai-revert"),
     path("books/<int:book_id>/ai-updates/<int:write_id>", living.ai_update_act, name="web-book-ai-update"),
+    # AI jobs (issue 16, point 5)
+    path("jobs", jobs.job_list, name="web-jobs"),
+    path("jobs/generate", jobs.job_generate, name="web-job-generate"),
+    path("jobs/split", jobs.job_split, name="web-job-split"),
+    path("jobs/model", jobs.job_model_settings, name="web-job-model"),
+    path("jobs/<int:job_id>", jobs.job_page, name="web-job"),
+    path("jobs/<int:job_id>/cancel", jobs.job_cancel, name="web-job-cancel"),
+    path("jobs/<int:job_id>/retry", jobs.job_retry, name="web-job-retry"),
+    path("jobs/<int:job_id>/accept", jobs.job_accept, name="web-job-accept"),
 ]
