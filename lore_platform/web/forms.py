@@ -10,7 +10,16 @@ from django.contrib.auth.password_validation import validate_password
 from django.utils.translation import gettext_lazy as _
 
 from books.fields import ENTRY_FIELD
-from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic, Visibility
+from books.models import (
+    Book,
+    Entry,
+    Placement,
+    Profile,
+    Role,
+    Scope,
+    SecondaryLogic,
+    Visibility,
+)
 from lore_platform.errors import DomainError
 from retrieval.engine.tokenizers import MODEL_REGISTRY
 

@@ -9,9 +9,9 @@ from books.models import Book
 from books.selectors import CanonMeter, book_canon_meter
 from books.tokens import model_tokenizer
 from lore_platform.cast.models import Attachment, Character, Novel, Story
+from lore_platform.errors import DomainError
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import ApiKey, Tenant
-from lore_platform.errors import DomainError
 from sharing.selectors import shared_book_entries
 
 TARGET_KINDS = ("character", "story", "novel")

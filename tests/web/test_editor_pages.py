@@ -13,7 +13,7 @@ from django.test import Client
 
 from books.models import Book, Entry, IndexingState, Profile, Scope
 from sharing.services import book_visibility_set
-from tests.books.factories import admin_actor, fill, make_book, make_entry, member_actor
+from tests.books.factories import fill, make_book, make_entry, member_actor
 from tests.web.support import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +31,7 @@ def entries_of(book: Book) -> list[Entry]:
 
 def row(page: str, entry: Entry) -> str:
     """The editor's table row of ``entry``."""
-    match = re.search(rf'<tr data-entry="{entry.pk}".*?</tr>', page, re.S)
+    match = re.search(rf'<tr data-entry="{entry.pk}".*?</tr>', page, re.DOTALL)
     assert match, f"no row for entry {entry.pk}"
     return match.group(0)
 

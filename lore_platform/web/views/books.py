@@ -19,9 +19,15 @@ from books.models import Book, IndexingState, Profile, Scope
 from books.selectors import ENTRY_SORTS, book_list, entries_notes, entry_list
 from books.services import bulk
 from books.services.book_write import book_create, book_set_active, book_update
-from books.services.entry_write import entry_create, entry_delete, entry_move, entry_update
+from books.services.entry_write import (
+    entry_create,
+    entry_delete,
+    entry_move,
+    entry_update,
+)
 from lore_platform.cast import turns
 from lore_platform.errors import DomainError, ValidationFailed
+from lore_platform.web import selectors as web_selectors
 from lore_platform.web.forms import (
     BookCreateForm,
     EntryForm,
@@ -31,9 +37,13 @@ from lore_platform.web.forms import (
     VisibilityForm,
     domain_error_show,
 )
-from lore_platform.web import selectors as web_selectors
 from lore_platform.web.session import actor_required
-from lore_platform.web.views.common import is_htmx, page_of, query_without_page, refusals_as_pages
+from lore_platform.web.views.common import (
+    is_htmx,
+    page_of,
+    query_without_page,
+    refusals_as_pages,
+)
 from retrieval.engine import values as ev
 from sharing import selectors as sharing
 from sharing import services as sharing_services
