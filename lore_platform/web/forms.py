@@ -92,9 +92,13 @@ class VisibilityForm(forms.Form):
 # bad one gets the service's message, not Django's.
 
 _TRI_STATE = [("", _("The book's setting")), ("true", _("Yes")), ("false", _("No"))]
-_LOGIC_CHOICES = [(v, label) for v, label in SecondaryLogic.choices]
-_ROLE_CHOICES = [(v, label) for v, label in Role.choices]
-_PLACEMENT_CHOICES = [(v, label) for v, label in Placement.choices]
+# The models' choice labels are English only; the pages say them in the reader's language.
+_LOGIC_CHOICES = [(SecondaryLogic.AND_ANY, _("Any secondary key (OR)")),
+                  (SecondaryLogic.AND_ALL, _("All secondary keys (AND)")),
+                  (SecondaryLogic.NOT_ANY, _("No secondary key (NOR)")),
+                  (SecondaryLogic.NOT_ALL, _("Not all secondary keys (NAND)"))]
+_ROLE_CHOICES = [(Role.SYSTEM, _("System")), (Role.USER, _("User")), (Role.ASSISTANT, _("Assistant"))]
+_PLACEMENT_CHOICES = [(Placement.BEFORE_PERSONA, _("Before persona")), (Placement.AFTER_PERSONA, _("After persona"))]
 
 # Which entry fields each profile's form shows (names from books.fields), in form order.
 _PROFILE_FIELDS: dict[str, tuple[str, ...]] = {
