@@ -1,13 +1,26 @@
 """Page forms: they parse and bound input; the services decide (and name the rule)."""
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.password_validation import validate_password
 from django.utils.translation import gettext_lazy as _
 
 from books import limits
-from books.models import Profile, Visibility
+from books.fields import ENTRY_FIELD
+from books.models import (
+    Book,
+    Entry,
+    Placement,
+    Profile,
+    Role,
+    Scope,
+    SecondaryLogic,
+    Visibility,
+)
 from lore_platform.errors import DomainError
 from retrieval.engine.tokenizers import MODEL_REGISTRY
 
@@ -24,7 +37,9 @@ def refusal_text(exc: DomainError) -> str:
 def domain_error_show(form: forms.Form, exc: DomainError) -> None:
     """Show a service's refusal on the form, on its field when the form has it, with the rule ID."""
     text = refusal_text(exc)
-    field = exc.field if exc.field in form.fields else None
+    # A list item's error (keys[3]) belongs to the list's field.
+    name = re.sub(r"\[\d+\]$", "", exc.field or "")
+    field = name if name in form.fields else None
     form.add_error(field, text)
 
 
@@ -77,11 +92,157 @@ class VisibilityForm(forms.Form):
     )
 
 
+# --- the entry form, per profile (issue 15.4) -------------------------------------------------
+# The form only carries text to the entry services (books.services.entry_write), which check every
+# field and name its rule, exactly as for the API: numbers and choices are passed on as typed, so a
+# bad one gets the service's message, not Django's.
+
+_TRI_STATE = [("", _("The book's setting")), ("true", _("Yes")), ("false", _("No"))]
+# The models' choice labels are English only; the pages say them in the reader's language.
+_LOGIC_CHOICES = [(SecondaryLogic.AND_ANY, _("Any secondary key (OR)")),
+                  (SecondaryLogic.AND_ALL, _("All secondary keys (AND)")),
+                  (SecondaryLogic.NOT_ANY, _("No secondary key (NOR)")),
+                  (SecondaryLogic.NOT_ALL, _("Not all secondary keys (NAND)"))]
+_ROLE_CHOICES = [(Role.SYSTEM, _("System")), (Role.USER, _("User")), (Role.ASSISTANT, _("Assistant"))]
+_PLACEMENT_CHOICES = [(Placement.BEFORE_PERSONA, _("Before persona")), (Placement.AFTER_PERSONA, _("After persona"))]
+
+# Which entry fields each profile's form shows (names from books.fields), in form order.
+_PROFILE_FIELDS: dict[str, tuple[str, ...]] = {
+    Profile.SMART: ("title", "content", "keys", "canon", "enabled"),
+    Profile.CLASSIC: ("title", "content", "keys", "secondary_keys", "secondary_logic", "selective", "constant",
+                      "enabled", "order", "priority", "probability", "scan_depth", "case_sensitive",
+                      "whole_words", "role"),
+    Profile.SERVER: ("title", "content", "keys", "secondary_keys", "secondary_logic", "selective", "constant",
+                     "enabled", "order", "probability", "scan_depth", "placement"),
+}
+_PROFILE_FIELDS[Profile.SILLYTAVERN] = _PROFILE_FIELDS[Profile.CLASSIC]
+_REGEX_KEY = re.compile(r"^/.*/[a-z]*$")
+
+
+def _lines(text: str) -> list[str]:
+    """One item per line; a line that is not a /regex/ may also hold several, comma separated."""
+    items: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if _REGEX_KEY.match(line):
+            items.append(line)
+        else:
+            items += [part.strip() for part in line.split(",") if part.strip()]
+    return items
+
+
+def _whole_number(text: str) -> Any:
+    """Blank → None (the default applies); digits → int; anything else goes on as typed (the service refuses it)."""
+    text = text.strip()
+    if not text:
+        return None
+    return int(text) if re.fullmatch(r"-?\d{1,12}", text) else text
+
+
+def entry_form_fields(book: Book, *, is_admin: bool) -> tuple[str, ...]:
+    """The entry fields the form shows for ``book``: its profile's, and channels to tenant admins on
+    persona books (S-11: per-entry channels exist only there; S-1: only admins edit them)."""
+    names = _PROFILE_FIELDS.get(book.profile, _PROFILE_FIELDS[Profile.CLASSIC])
+    if book.profile == Profile.SERVER and book.scope == Scope.PERSONA and is_admin:
+        names = (*names, "channels")
+    return names
+
+
 class EntryForm(forms.Form):
-    title = forms.CharField(label=_("Title"), required=False, max_length=20000)
-    content = forms.CharField(label=_("Lore"), widget=forms.Textarea(attrs={"rows": 4}), required=False)
-    keys = forms.CharField(label=_("Keys / aliases (comma separated)"), required=False)
-    canon = forms.BooleanField(label=_("Canon / constant"), required=False)
+    """An entry of ``book``, to add or to edit; ``fields_for_service`` is what the services receive."""
+
+    def __init__(self, *args: Any, book: Book, is_admin: bool = False, entry: Entry | None = None,
+                 **kwargs: Any) -> None:
+        if entry is not None and "initial" not in kwargs:
+            kwargs["initial"] = _entry_initial(entry)
+        super().__init__(*args, **kwargs)
+        self.book = book
+        smart = book.profile == Profile.SMART
+        server = book.profile == Profile.SERVER
+        labels: dict[str, Any] = {
+            "title": _("Display name") if not smart else _("Title"),
+            "content": _("Lore"),
+            "keys": _("Aliases (one per line)") if smart else (
+                _("Keywords (comma separated)") if server else _("Keys (one per line or comma separated)")),
+            "secondary_keys": _("Secondary keys"),
+            "secondary_logic": _("Secondary keys logic"),
+            "selective": _("Use secondary keys"),
+            "canon": _("Canon (always sent as established truth)"),
+            "constant": _("Constant (always on, no key needed)"),
+            "enabled": _("Enabled"),
+            "order": _("Insertion order"),
+            "priority": _("Priority"),
+            "probability": _("Probability (%)"),
+            "scan_depth": _("Messages to search") if server else _("Scan depth"),
+            "case_sensitive": _("Case sensitive"),
+            "whole_words": _("Whole words"),
+            "role": _("Role"),
+            "placement": _("Placement"),
+            "channels": _("Channels (one channel id per line; empty = all)"),
+        }
+        for name in entry_form_fields(book, is_admin=is_admin):
+            if name == "enabled" and entry is None:
+                continue  # a new entry is enabled; the bulk actions and its own form turn it off
+            spec = ENTRY_FIELD["constant" if name == "canon" else name]
+            field: forms.Field
+            if name == "content":
+                field = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, strip=False)
+            elif name in ("keys", "secondary_keys", "channels"):
+                field = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+            elif spec.type is bool and spec.nullable:
+                field = forms.ChoiceField(choices=_TRI_STATE, required=False)
+            elif spec.type is bool:
+                field = forms.BooleanField(required=False)
+            elif name == "secondary_logic":
+                field = forms.ChoiceField(choices=_LOGIC_CHOICES, required=False)
+            elif name == "role":
+                field = forms.ChoiceField(choices=_ROLE_CHOICES, required=False)
+            elif name == "placement":
+                field = forms.ChoiceField(choices=_PLACEMENT_CHOICES, required=False)
+            else:  # title and the numbers: text, checked by the services
+                field = forms.CharField(required=False, strip=name != "title")
+            field.label = labels[name]
+            if entry is None and name not in self.initial and spec.default not in (None, "", ()):
+                self.initial[name] = spec.default
+            self.fields[name] = field
+
+    def fields_for_service(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        out: dict[str, Any] = {}
+        for name in self.fields:
+            value = data.get(name)
+            if name in ("keys", "secondary_keys", "channels"):
+                out[name] = _lines(value or "")
+            elif name in ("order", "priority"):
+                number = _whole_number(value or "")
+                if number is not None:
+                    out[name] = number
+            elif name in ("probability", "scan_depth"):
+                out[name] = _whole_number(value or "")
+            elif name in ("case_sensitive", "whole_words"):
+                out[name] = {"true": True, "false": False}.get(value or "")
+            elif name in ("secondary_logic", "role", "placement"):
+                if value:
+                    out[name] = value
+            else:
+                out[name] = value if value is not None else ""
+        return out
+
+
+def _entry_initial(entry: Entry) -> dict[str, Any]:
+    def tri(value: bool | None) -> str:
+        return "" if value is None else "true" if value else "false"
+
+    return {
+        "title": entry.title, "content": entry.content, "keys": "\n".join(entry.keys),
+        "secondary_keys": "\n".join(entry.secondary_keys), "secondary_logic": entry.secondary_logic,
+        "selective": entry.selective, "canon": entry.constant, "constant": entry.constant, "enabled": entry.enabled,
+        "order": entry.order, "priority": entry.priority,
+        "probability": "" if entry.probability is None else entry.probability,
+        "scan_depth": "" if entry.scan_depth is None else entry.scan_depth,
+        "case_sensitive": tri(entry.case_sensitive), "whole_words": tri(entry.whole_words), "role": entry.role,
+        "placement": entry.placement, "channels": "\n".join(entry.channels),
+    }
 
 
 class PreviewForm(forms.Form):

@@ -1,18 +1,20 @@
 """Reads the pages need that no other app offers yet (small, tenant-scoped)."""
 from __future__ import annotations
 
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from django.db.models import Count, Q
 
 from books.models import Book, LoreWrite
-from books.selectors import book_list
+from books.selectors import CanonMeter, book_canon_meter, book_list
 from books.tokens import model_tokenizer
 from lore_platform.cast.models import Attachment, Character, Chat, Novel, Story
 from lore_platform.cast.selectors import attachment_status
+from lore_platform.errors import DomainError
 from lore_platform.tenancy.actor import Actor
-from lore_platform.tenancy.models import ApiKey
+from lore_platform.tenancy.models import ApiKey, Tenant
 from sharing.selectors import shared_book_entries
 
 TARGET_KINDS = ("character", "story", "novel")
@@ -125,3 +127,19 @@ def book_writing_chats(actor: Actor, book: Book) -> dict[int, str]:
 
 def book_lore_write(actor: Actor, book: Book, write_id: int) -> LoreWrite | None:
     return LoreWrite.objects.for_tenant(actor.tenant).filter(book=book, pk=write_id).first()
+
+
+@lru_cache(maxsize=1024)
+def _canon_meter(tenant: Tenant, book_id: int, born: datetime, version: int, model_id: str) -> CanonMeter | None:
+    # Keyed on the version, as _canon_tokens: the old key ages out after any edit. And on the book's
+    # creation time: SQLite may give a deleted book's id to the next one, at version 1 again.
+    try:
+        return book_canon_meter(book=Book(pk=book_id, tenant=tenant), model_id=model_id)
+    except DomainError:  # a model without a known input window: the page shows no meter
+        return None
+
+
+def book_canon_meter_of(book: Book, model_id: str) -> CanonMeter | None:
+    """The editor's canon meter, computed once per book version and model (every canon edit, move,
+    enable or delete bumps the version), not on every page of the list."""
+    return _canon_meter(book.tenant, book.pk, book.created_at, book.version, model_id)

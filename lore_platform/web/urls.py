@@ -28,6 +28,9 @@ urlpatterns = [
     path("books/<int:book_id>/entries", books.entry_add, name="web-entry-add"),
     path("books/<int:book_id>/entries/bulk", books.entries_bulk, name="web-entries-bulk"),
     path("books/<int:book_id>/entries/<int:entry_id>/move", books.entry_move_page, name="web-entry-move"),
+    path("books/<int:book_id>/entries/<int:entry_id>", books.entry_page, name="web-entry"),
+    path("books/<int:book_id>/entries/<int:entry_id>/delete", books.entry_delete_page, name="web-entry-delete"),
+    path("books/<int:book_id>/active", books.book_active_page, name="web-book-active"),
     path("books/<int:book_id>/preview", books.book_preview, name="web-book-preview"),
     # Characters, stories, novels and the AI updates (issue 15.6, 15 + 17): kept together.
     path("characters", cast.characters, name="web-characters"),

@@ -16,13 +16,19 @@ from books.access import access_book, access_entry, book_can_edit
 from books.exports import book_export
 from books.formats import EXPORT_FORMATS
 from books.living import living_world_off_notice
-from books.models import Book, IndexingState, Profile
-from books.selectors import ENTRY_SORTS, book_canon_meter, book_list, entries_notes, entry_list
+from books.models import Book, IndexingState, Profile, Scope
+from books.selectors import ENTRY_SORTS, book_list, entries_notes, entry_list
 from books.services import bulk
-from books.services.book_write import book_create, book_update
-from books.services.entry_write import entry_create, entry_move
+from books.services.book_write import book_create, book_set_active, book_update
+from books.services.entry_write import (
+    entry_create,
+    entry_delete,
+    entry_move,
+    entry_update,
+)
 from lore_platform.cast import turns
 from lore_platform.errors import DomainError, ValidationFailed
+from lore_platform.web import selectors as web_selectors
 from lore_platform.web.forms import (
     BookCreateForm,
     EntryForm,
@@ -33,13 +39,17 @@ from lore_platform.web.forms import (
     domain_error_show,
 )
 from lore_platform.web.session import actor_required
-from lore_platform.web.views.common import is_htmx, page_of, query_without_page, refusals_as_pages
+from lore_platform.web.views.common import (
+    is_htmx,
+    page_of,
+    query_without_page,
+    refusals_as_pages,
+)
 from retrieval.engine import values as ev
 from sharing import selectors as sharing
 from sharing import services as sharing_services
 
 ENTRIES_PER_PAGE = 50  # the editor pages a 2,000-entry book: server time and browser stay quick (point 8)
-BULK_MAX = 500  # W-12
 
 
 def _upload(form: Any) -> tuple[bytes, str]:
@@ -84,18 +94,56 @@ def my_books(request: HttpRequest) -> HttpResponse:
     return render(request, "web/books.html", {"page": page, "create": create, "upload": upload, "receipt": receipt})
 
 
-def _row(book: Book, entry: Any, note: Any) -> dict[str, Any]:
-    # Labels and urls built here, not per row in the template: rows of {% blocktranslate %}
-    # and {% url %} cost more than the rest of the editor page (bench/pages_bench.py).
-    title = entry.title or _("(untitled)")
+# What a row of the editor reads: the list page loads these columns only (no keys, settings or
+# JSON it does not show), which halves the gathering on a 2,000-entry book (bench/pages_bench.py).
+_ROW_COLUMNS = ("id", "title", "content", "position", "enabled", "constant", "usage_count", "indexing_state",
+                "unresolved_channels", "regex_overruns")
+
+
+def _row_url(name: str, book: Book) -> tuple[str, str]:
+    """An entry url of ``book`` split around the entry id: one reverse per page, not per row."""
+    prefix, _zero, suffix = reverse(name, args=[book.pk, 0]).rpartition("/0")
+    return f"{prefix}/", suffix
+
+
+def _row(entry: Any, note: Any, urls: dict[str, tuple[str, str]], labels: dict[str, str], smart: bool) -> dict[str, Any]:
+    # Everything a row shows is resolved here, flat: the template then does plain dict lookups
+    # (a row of {% url %}, {% blocktranslate %} and entry.attribute chains costs more than the query).
+    pk = entry.pk
+    title = entry.title or labels["untitled"]
+    if not entry.enabled:
+        state, state_class = labels["disabled"], ""
+    elif smart and entry.indexing_state == IndexingState.PENDING:
+        state, state_class = labels["pending"], "pending"
+    elif smart and entry.indexing_state == IndexingState.FAILED:
+        state, state_class = labels["failed"], ""
+    else:
+        state, state_class = labels["enabled"], ""
+    # Numbers as text: the template would localize each one (a few hundred calls a page).
     return {
-        "entry": entry,
+        "pk": str(pk),
+        "n": str(entry.position + 1),
+        "position": str(entry.position),
         "title": title,
+        "canon": entry.constant,
+        "enabled": entry.enabled,
+        "state": state,
+        "state_class": state_class,
+        "used": str(entry.usage_count),
         "warnings": note.warnings,
-        "move": reverse("web-entry-move", args=[book.pk, entry.pk]),
-        "select_label": _("Select %(t)s") % {"t": title},
-        "top_label": _("Move %(t)s to the top") % {"t": title},
-        "bottom_label": _("Move %(t)s to the bottom") % {"t": title},
+        "edit": f"{urls['edit'][0]}{pk}{urls['edit'][1]}",
+        "move": f"{urls['move'][0]}{pk}{urls['move'][1]}",
+        "select_label": labels["select"] % {"t": title},
+        "top_label": labels["top"] % {"t": title},
+        "bottom_label": labels["bottom"] % {"t": title},
+    }
+
+
+def _row_labels() -> dict[str, str]:
+    return {
+        "untitled": _("(untitled)"), "disabled": _("Disabled"), "enabled": _("Enabled"),
+        "pending": _("Indexing for smart retrieval…"), "failed": _("Indexing failed"),
+        "select": _("Select %(t)s"), "top": _("Move %(t)s to the top"), "bottom": _("Move %(t)s to the bottom"),
     }
 
 
@@ -108,42 +156,45 @@ def _editor_context(request: HttpRequest, book: Book) -> dict[str, Any]:
     never_used = True if get.get("never_used") else None
     sort = get.get("sort") if get.get("sort") in ENTRY_SORTS or get.get("sort") == "title" else "position"
     entries = entry_list(book=book, enabled=enabled, canon=canon, never_used=never_used, q=get.get("q"),
-                         sort="position" if sort == "title" else sort)
+                         sort="position" if sort == "title" else sort).only(*_ROW_COLUMNS)
     if sort == "title":
         entries = entries.order_by("title", "id")
     page = page_of(entries, request, ENTRIES_PER_PAGE)
     rows = list(page.object_list)
     model = get.get("model") or "gpt-4o"
-    try:
-        meter = book_canon_meter(book=book, model_id=model)
-    except DomainError:
-        meter = None
+    meter = web_selectors.book_canon_meter_of(book, model)
     share = sharing.book_sharing_state(actor, book)
     notes = entries_notes(book, rows, model_id=model)
+    smart = book.profile == Profile.SMART
+    can_edit = book_can_edit(actor, book)
+    urls = {"edit": _row_url("web-entry", book), "move": _row_url("web-entry-move", book)}
+    labels = _row_labels()
     return {
         "book": book,
         "page": page,
-        "rows": [_row(book, entry, notes[entry.pk]) for entry in rows],
+        "rows": [_row(entry, notes[entry.pk], urls, labels, smart) for entry in rows],
         "query": query_without_page(request),
         "filters": {"state": get.get("state", ""), "kind": get.get("kind", ""), "q": get.get("q", ""),
                     "never_used": bool(get.get("never_used")), "sort": sort, "model": model},
         "sorts": [("position", _("List order")), ("title", _("Display name")), ("most_used", _("Most used")),
                   ("recently_edited", _("Recently edited"))],
         "meter": meter,
-        "pending": book.profile == Profile.SMART and any(r.indexing_state == IndexingState.PENDING for r in rows),
-        "can_edit": book_can_edit(actor, book),
+        "pending": smart and any(r.enabled and r.indexing_state == IndexingState.PENDING for r in rows),
+        "can_edit": can_edit,
         # Dragging means "put it here in the list": only the unfiltered list order shows that.
-        "draggable": book_can_edit(actor, book) and sort == "position" and not any(
+        "draggable": can_edit and sort == "position" and not any(
             get.get(name) for name in ("state", "kind", "never_used", "q")),
         "share": share,
         "link_path": reverse("web-link", args=[share.share.link_token]) if share.share and share.link_active else None,
         "visibility": VisibilityForm(initial={"visibility": book.visibility}),
         "import_into": ImportIntoForm(),
-        "entry_form": EntryForm(),
+        "entry_form": EntryForm(book=book, is_admin=actor.is_admin),
         "export_formats": EXPORT_FORMATS,
         "receipt": request.session.pop("web_receipt", None),
         "models": [m for m, _label in PreviewForm.base_fields["model"].choices if m],  # type: ignore[attr-defined]
-        "smart": book.profile == Profile.SMART,
+        "smart": smart,
+        # S-12: the collection toggle, for the admins who edit server-wide collections.
+        "collection": can_edit and book.profile == Profile.SERVER and book.scope == Scope.SERVER,
     }
 
 
@@ -235,13 +286,10 @@ def book_export_page(request: HttpRequest, book_id: int) -> HttpResponse:
 def entry_add(request: HttpRequest, book_id: int) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     book = access_book(actor, book_id, need="edit")
-    form = EntryForm(request.POST)
+    form = EntryForm(request.POST, book=book, is_admin=actor.is_admin)
     if form.is_valid():
-        data = form.cleaned_data
-        keys = [k.strip() for k in data["keys"].split(",") if k.strip()]
         try:
-            entry_create(actor=actor, book=book, title=data["title"], content=data["content"], keys=keys,
-                         canon=data["canon"])
+            entry_create(actor=actor, book=book, **form.fields_for_service())
         except DomainError as exc:
             domain_error_show(form, exc)
         else:
@@ -250,6 +298,73 @@ def entry_add(request: HttpRequest, book_id: int) -> HttpResponse:
     context = _editor_context(request, book)
     context["entry_form"] = form
     return render(request, "web/book.html", context, status=400)
+
+
+def _back_to_list(request: HttpRequest, book: Book) -> str:
+    """Where the entry form returns: the editor page it was opened from (same site only)."""
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    return back if back.startswith("/") and not back.startswith("//") else reverse("web-book", args=[book.pk])
+
+
+@actor_required
+@refusals_as_pages
+def entry_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpResponse:
+    """An entry's own form (per profile): readers see it, editors change it (the services decide)."""
+    actor = request.actor  # type: ignore[attr-defined]
+    book = access_book(actor, book_id, need="edit" if request.method == "POST" else "read")
+    entry = access_entry(actor, book, entry_id)
+    can_edit = book_can_edit(actor, book)
+    form = EntryForm(request.POST if request.method == "POST" else None, book=book, is_admin=actor.is_admin,
+                     entry=entry)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                entry_update(actor=actor, entry=entry, **form.fields_for_service())
+            except DomainError as exc:
+                domain_error_show(form, exc)
+            else:
+                messages.success(request, _("Entry saved."))
+                return redirect(_back_to_list(request, book))
+    if not can_edit:
+        for field in form.fields.values():
+            field.disabled = True
+    note = entries_notes(book, [entry])[entry.pk]
+    return render(request, "web/entry.html", {
+        "book": book, "entry": entry, "form": form, "can_edit": can_edit, "warnings": note.warnings,
+        "decorators": note.decorators, "next": _back_to_list(request, book), "smart": book.profile == Profile.SMART,
+    }, status=status)
+
+
+@require_POST
+@actor_required
+@refusals_as_pages
+def entry_delete_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpResponse:
+    actor = request.actor  # type: ignore[attr-defined]
+    book = access_book(actor, book_id, need="edit")
+    entry = access_entry(actor, book, entry_id)
+    try:
+        entry_delete(actor=actor, entry=entry)
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
+        return redirect("web-entry", book_id=book.pk, entry_id=entry.pk)
+    messages.success(request, _("Entry deleted."))
+    return redirect(_back_to_list(request, book))
+
+
+@require_POST
+@actor_required
+@refusals_as_pages
+def book_active_page(request: HttpRequest, book_id: int) -> HttpResponse:
+    """S-12: the collection's active toggle (server-wide collections; admins, as the service says)."""
+    actor = request.actor  # type: ignore[attr-defined]
+    book = access_book(actor, book_id, need="edit")
+    book_set_active(actor=actor, book=book, active=request.POST.get("active") == "on")
+    messages.success(request, _("Collection saved."))
+    return redirect("web-book", book_id=book.pk)
 
 
 @require_POST
@@ -281,16 +396,23 @@ def entries_bulk(request: HttpRequest, book_id: int) -> HttpResponse:
     book = access_book(actor, book_id, need="edit")
     ids = [int(v) for v in request.POST.getlist("entry") if v.isdigit()]
     action = request.POST.get("bulk")
-    if action == "enable":
-        result = bulk.entries_bulk_set_enabled(actor=actor, book=book, entry_ids=ids, enabled=True)
-    elif action == "disable":
-        result = bulk.entries_bulk_set_enabled(actor=actor, book=book, entry_ids=ids, enabled=False)
-    elif action == "delete":
-        result = bulk.entries_bulk_delete(actor=actor, book=book, entry_ids=ids)
+    try:
+        if action == "enable":
+            result = bulk.entries_bulk_set_enabled(actor=actor, book=book, entry_ids=ids, enabled=True)
+        elif action == "disable":
+            result = bulk.entries_bulk_set_enabled(actor=actor, book=book, entry_ids=ids, enabled=False)
+        elif action == "delete":
+            result = bulk.entries_bulk_delete(actor=actor, book=book, entry_ids=ids)
+        else:
+            raise ValidationFailed(_("Choose enable, disable or delete."), field="bulk")
+    except DomainError as exc:
+        if exc.status in (403, 404):
+            raise
+        # Refused whole (more than 500, P-1's floor …): the list stays as it was, the reason on top of it.
+        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
     else:
-        raise ValidationFailed(_("Choose enable, disable or delete."), field="bulk")
-    messages.success(request, _("%(n)s entries changed.") % {"n": result.changed})
-    return redirect(request.POST.get("next") or reverse("web-book", args=[book.pk]))
+        messages.success(request, _("%(n)s entries changed.") % {"n": result.changed})
+    return redirect(_back_to_list(request, book))
 
 
 def _entry_titles(answer: turns.TurnAnswer, ids: set[int]) -> dict[int, str]:
