@@ -25,12 +25,13 @@ process-wide cache has not seen.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from books.models import Entry
 from lore_platform.tenancy.models import Tenant
@@ -105,16 +106,32 @@ class PgVectorIndex:
         query = _check_query(query_vector, self.dimension)
         if k <= 0 or not book_ids:
             return []
-        with transaction.atomic(), connection.cursor() as cursor:
-            # strict_order: keep scanning the graph until k rows pass the filters, in distance order.
-            cursor.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-                "set_config('hnsw.ef_search', %s, true)",
-                [str(HNSW_EF_SEARCH)],
-            )
+        with connection.cursor() as cursor:
+            _hnsw_settings(cursor)
             cursor.execute(self.query_sql(exclude_disabled=exclude_disabled), self.query_params(book_ids, query, k))
             rows = cursor.fetchall()
         return [(int(entry_id), 1.0 - float(distance)) for entry_id, distance in rows]
+
+
+# Database connections whose session already has the HNSW settings (set outside any transaction).
+_hnsw_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+_HNSW_SET = "SELECT set_config('hnsw.iterative_scan', 'strict_order', %s), set_config('hnsw.ef_search', %s, %s)"
+
+
+def _hnsw_settings(cursor: Any) -> None:
+    """strict_order: keep scanning the graph until k rows pass the filters, in distance order.
+
+    Set once per connection when no transaction is open (autocommit: the session
+    keeps it), so a turn's search is one round trip. Inside a transaction it is set
+    for that transaction only: a session setting made there would be undone by a
+    rollback while this process still believed it set.
+    """
+    raw = connection.connection
+    if connection.in_atomic_block:
+        cursor.execute(_HNSW_SET, [True, str(HNSW_EF_SEARCH), True])
+    elif raw not in _hnsw_sessions:
+        cursor.execute(_HNSW_SET, [False, str(HNSW_EF_SEARCH), False])
+        _hnsw_sessions.add(raw)
 
 
 class _BookVectors:
