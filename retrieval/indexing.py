@@ -38,7 +38,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, content_hash
@@ -301,29 +301,6 @@ _coverage_cache: OrderedDict[tuple[int, int, str], tuple[tuple[Any, ...], float]
 _coverage_lock = threading.Lock()
 
 
-def books_vector_stamps(
-    tenant: Tenant, book_ids: Collection[int], *, model_name: str
-) -> dict[int, tuple[Any, ...]]:
-    """Per book, a value that changes whenever its entries or its vectors of the model change.
-
-    The book's version and ``updated_at`` (bumped by every entry write, enabling
-    and disabling included) plus the count and newest ``created_at`` of its
-    vectors (indexing does not bump the version). One query, index-only on the
-    vectors' (book, model_name, created_at) index.
-    """
-    of_model = Q(entry_vectors__model_name=model_name)
-    rows = (
-        Book.objects.for_tenant(tenant)
-        .filter(pk__in=list(book_ids))
-        .annotate(
-            vectors=Count("entry_vectors", filter=of_model),
-            newest=Max("entry_vectors__created_at", filter=of_model),
-        )
-        .values("pk", "version", "updated_at", "vectors", "newest")
-    )
-    return {row["pk"]: (row["version"], row["updated_at"], row["vectors"], row["newest"]) for row in rows}
-
-
 def coverage_cache_clear() -> None:
     with _coverage_lock:
         _coverage_cache.clear()
@@ -377,6 +354,49 @@ def books_coverage_recount(tenant: Tenant, book_ids: Collection[int], *, model_n
         coverage.bulk_update(rows, fields=["book_version", "enabled", "indexed", "counted_at"])
 
 
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    version: int  # the book's present version
+    counted_version: int | None  # None: no indexing has counted this book for the model
+    enabled: int
+    indexed: int
+    counted_at: Any
+
+    @property
+    def current(self) -> bool:
+        return self.counted_version == self.version
+
+    @property
+    def stamp(self) -> tuple[Any, ...]:
+        """Changes whenever the book's entries (its version) or its vectors (a recount) change."""
+        return (self.version, self.counted_at)
+
+
+def _figures(tenant: Tenant, book_ids: list[int], model_name: str) -> dict[int, _Figures]:
+    """The stored figures with each book's present version: one query (two for a book never counted)."""
+    found = {
+        book_id: _Figures(version, counted, enabled, indexed, counted_at)
+        for book_id, version, counted, enabled, indexed, counted_at
+        in BookIndexCoverage.objects.for_tenant(tenant).filter(book_id__in=book_ids, model_name=model_name)
+        .values_list("book_id", "book__version", "book_version", "enabled", "indexed", "counted_at")
+    }
+    missing = [b for b in book_ids if b not in found]
+    if missing:
+        for book_id, version in Book.objects.for_tenant(tenant).filter(pk__in=missing).values_list("pk", "version"):
+            found[book_id] = _Figures(version, None, 0, 0, None)
+    return found
+
+
+def books_vector_stamps(tenant: Tenant, book_ids: Collection[int], *, model_name: str) -> dict[int, tuple[Any, ...]]:
+    """Per book, a value that changes whenever its entries or its vectors of the model change.
+
+    The book's version (every entry write bumps it, enabling and disabling
+    included) and when indexing last counted it (every indexing run that writes
+    or removes vectors recounts the books it touched). One small query.
+    """
+    return {book_id: f.stamp for book_id, f in _figures(tenant, [int(b) for b in book_ids], model_name).items()}
+
+
 def books_index_coverage(
     tenant: Tenant, book_ids: Collection[int], *, model_name: str | None = None
 ) -> dict[int, float]:
@@ -388,25 +408,14 @@ def books_index_coverage(
     name = model_name or embedder_configured_name()
     wanted = [int(b) for b in book_ids]
     coverage = {book_id: 1.0 for book_id in wanted}
-    # One query: the figures with the book's present version (a book has one row per model).
-    kept = {
-        book_id: (version, counted_version, enabled, indexed, counted_at)
-        for book_id, version, counted_version, enabled, indexed, counted_at
-        in BookIndexCoverage.objects.for_tenant(tenant).filter(book_id__in=wanted, model_name=name)
-        .values_list("book_id", "book__version", "book_version", "enabled", "indexed", "counted_at")
-    }
-    versions = {book_id: found[0] for book_id, found in kept.items()}
-    if len(versions) < len(set(wanted)):
-        versions.update(Book.objects.for_tenant(tenant).filter(pk__in=[b for b in wanted if b not in kept])
-                        .values_list("pk", "version"))
+    figures = _figures(tenant, wanted, name)
     stale: dict[int, tuple[Any, ...]] = {}
     with _coverage_lock:
-        for book_id, version in versions.items():
-            found = kept.get(book_id)
-            if found is not None and found[1] == version:
-                coverage[book_id] = _share(found[2], found[3])
+        for book_id, found in figures.items():
+            if found.current:
+                coverage[book_id] = _share(found.enabled, found.indexed)
                 continue
-            stamp = (version, found[4] if found is not None else None)
+            stamp = found.stamp
             cached = _coverage_cache.get((tenant.pk, book_id, name))
             if cached is not None and cached[0] == stamp:
                 coverage[book_id] = cached[1]

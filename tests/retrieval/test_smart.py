@@ -15,7 +15,14 @@ from retrieval.engine.smart import (
     trim_to_tokens,
 )
 from retrieval.engine.tokenizers import tokenizer_by_name
-from retrieval.engine.values import Book, BookSettings, Entry, Message, Model, TurnRequest
+from retrieval.engine.values import (
+    Book,
+    BookSettings,
+    Entry,
+    Message,
+    Model,
+    TurnRequest,
+)
 
 TOKENS = tokenizer_by_name("ceil-chars-4")
 
