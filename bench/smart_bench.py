@@ -194,15 +194,78 @@ def _windows(kind: str, chat: list[str], turns: int) -> list[list[str]]:
 
 
 def _cold_reset() -> None:
-    """Nothing remembered between turns: message vectors, book indexes and coverage, keyword memos."""
+    """Nothing remembered between turns: message vectors, book indexes and coverage, keyword memos,
+    the smart title/alias matcher's names-per-text memo."""
     from retrieval.embedders import message_cache_get
+    from retrieval.engine import smart
     from retrieval.vector_store import memory_cache_clear
 
-    from .honest import engine_memos_clear
+    from .honest import engine_memos_clear, matcher_memo_clear
 
     message_cache_get().clear()
     memory_cache_clear()
     engine_memos_clear()
+    for name in ("_big", "_name_matchers"):  # where the smart matcher lives, before and after issue 18
+        cache = getattr(smart, name, None)
+        for compiled in list(cache._items.values()) if cache is not None else ():
+            names = getattr(compiled, "names", compiled)
+            matcher_memo_clear(names.matcher)
+
+
+# ``--profile``: cProfile over the rolling turns (embed + select), top functions printed to stderr.
+PROFILER: Any = None
+STAGES = ("w7_check", "embed", "vector_search", "load", "engine")
+
+
+class _StageClock:
+    """Per-stage wall time of one smart turn, measured in process around the calls the turn makes:
+    the W-7 check and ranking (``ChatMeaningSearch``), the window embedding, and the engine
+    (``assemble``, without the ranking it calls); ``load`` is the rest of ``turn_run`` (engine books,
+    tokenizer, answer)."""
+
+    def __init__(self) -> None:
+        self.spent = dict.fromkeys(STAGES, 0.0)
+
+    def meaning(self, books: list[Any]) -> Any:
+        from retrieval.vector_store import ChatMeaningSearch
+
+        clock = self
+
+        class TimedMeaning(ChatMeaningSearch):
+            def mostly_indexed(self, book_id: str) -> bool:
+                started = time.perf_counter()
+                try:
+                    return super().mostly_indexed(book_id)
+                finally:
+                    clock.spent["w7_check"] += time.perf_counter() - started
+
+            def rank(self, **kwargs: Any) -> list[str]:
+                started = time.perf_counter()
+                try:
+                    return super().rank(**kwargs)
+                finally:
+                    clock.spent["vector_search"] += time.perf_counter() - started
+
+        return TimedMeaning(books)
+
+
+def _assemble_timed(clock_of: Any) -> Any:
+    """``turns.assemble`` wrapped: the engine's time, less the ranking it asked for."""
+    from lore_platform.cast import turns
+
+    original = turns.assemble
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        clock = clock_of()
+        before = clock.spent["vector_search"] + clock.spent["w7_check"]
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            inner = clock.spent["vector_search"] + clock.spent["w7_check"] - before
+            clock.spent["engine"] += time.perf_counter() - started - inner
+
+    return original, timed
 
 
 def search_measure(tenant: Any, book_id: int, turns: int, naive: NaiveVectorIndex) -> dict[str, Any]:
@@ -310,6 +373,11 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
                           gathering=gathering, state={}, seed="bench", meaning=meaning)
         return (time.perf_counter() - started) * 1000, result
 
+    from lore_platform.cast import turns as cast_turns
+
+    clock = _StageClock()
+    original_assemble, timed_assemble = _assemble_timed(lambda: clock)
+
     # Once per process, untimed: the tokenizer's vocabulary and the book's compiled form (timed elsewhere).
     select(messages_of([f"{text} [warm-up]" for text in chat[:WINDOW]]), None)
     report: dict[str, Any] = {}
@@ -317,19 +385,37 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
     for kind in KINDS:
         if kind == "rolling":  # the chat's history before its first timed turn
             ChatMeaningSearch([book]).window_embed(meaning_window(messages_of(chat[:WINDOW])))
-        embeds, selects, totals, naive_times, matched, indexed = [], [], [], [], [], []
+        embeds, selects, totals, naive_times, matched, indexed, cpus = [], [], [], [], [], [], []
+        stages: dict[str, list[float]] = {name: [] for name in STAGES}
         for window in _windows(kind, chat, turns):
             if kind == "cold":
                 _cold_reset()
             messages = messages_of(window)
-            started = time.perf_counter()
-            meaning = ChatMeaningSearch([book])
-            meaning.window_embed(meaning_window(messages))
-            embed_ms = (time.perf_counter() - started) * 1000
-            select_ms, result = select(messages, meaning)
+            clock = _StageClock()
+            cast_turns.assemble = timed_assemble
+            if PROFILER is not None and kind == "rolling":
+                PROFILER.enable()
+            try:
+                cpu = time.process_time()
+                started = time.perf_counter()
+                meaning = clock.meaning([book])
+                meaning.window_embed(meaning_window(messages))
+                embed_ms = (time.perf_counter() - started) * 1000
+                w7_before_ms = clock.spent["w7_check"] * 1000
+                select_ms, result = select(messages, meaning)
+                cpus.append((time.process_time() - cpu) * 1000)
+            finally:
+                cast_turns.assemble = original_assemble
+                if PROFILER is not None:
+                    PROFILER.disable()
             embeds.append(embed_ms)
             selects.append(select_ms)
             totals.append(embed_ms + select_ms)
+            spent = {name: seconds * 1000 for name, seconds in clock.spent.items()}
+            spent["embed"] = embed_ms - w7_before_ms  # window_embed runs the W-7 check first
+            spent["load"] = select_ms - spent["engine"] - spent["vector_search"] - (spent["w7_check"] - w7_before_ms)
+            for name in STAGES:
+                stages[name].append(spent[name])
             naive_meaning = _naive_meaning([book], naive)
             naive_meaning.window_embed(meaning_window(messages))  # cache hits: the same vectors
             naive_ms, naive_result = select(messages, naive_meaning)
@@ -341,6 +427,8 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
             indexed.append(len(result.selection.world_index))
         report[kind] = {
             "turn": summary_ms(totals), "embed": summary_ms(embeds), "select": summary_ms(selects),
+            "turn_cpu": summary_ms(cpus),
+            "stages_p50_ms": {name: round(statistics.median(values), 3) for name, values in stages.items() if values},
             "naive_select": summary_ms(naive_times), "naive_ratio_to_select": ratio(naive_times, selects),
             "matched_per_turn": max(matched, default=0), "world_index_lines": max(indexed, default=0),
         }
@@ -358,7 +446,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run in this existing database as it is (migrated if needed, never dropped; the "
                              "bench's tenant is deleted afterwards); default: a unique scratch database")
     parser.add_argument("--json", action="store_true", help="print only the JSON report")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="profile the rolling turns and print the top N functions by own time")
     args = parser.parse_args(argv)
+    if args.profile:
+        import cProfile
+
+        global PROFILER
+        PROFILER = cProfile.Profile()
     worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]
     if args.database_url:
         os.environ["DATABASE_URL"] = args.database_url
@@ -394,6 +489,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     if not args.json:
         _print_summary(report)
+    if PROFILER is not None:
+        import pstats
+
+        pstats.Stats(PROFILER, stream=sys.stderr).sort_stats("tottime").print_stats(args.profile)
+        pstats.Stats(PROFILER, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
     print(json.dumps(report, indent=2))
     return 1 if report["selection"]["naive_mismatches"] and report["vector_backend"] == "memory" else 0
 
@@ -495,6 +595,11 @@ def _print_summary(report: dict[str, Any]) -> None:
                   f"full smart turn p50 {f['turn'].get('p50_ms')} ms, p95 {f['turn'].get('p95_ms')} ms "
                   f"(embed {f['embed'].get('p50_ms')}, select {f['select'].get('p50_ms')}; the same selection on "
                   f"the naive index {f['naive_select'].get('p50_ms')} ms = {f['naive_ratio_to_select']}x)\n")
+    out.write("  full smart turn per stage, p50 ms (in process; cpu = process CPU time of the turn):\n")
+    for kind in ("cold", "rolling", "all_new"):
+        f = t[kind]
+        parts = ", ".join(f"{name} {value}" for name, value in f["stages_p50_ms"].items())
+        out.write(f"    {kind:<8} {parts}; turn {f['turn'].get('p50_ms')}, cpu {f['turn_cpu'].get('p50_ms')}\n")
     out.write(f"  naive answers checked on {t['naive_checked_turns']} turns: {t['naive_mismatches']} differ"
               f"{' (HNSW is approximate)' if t['naive_mismatches'] and report['vector_backend'] != 'memory' else ''}\n")
 

@@ -38,7 +38,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, content_hash
@@ -47,7 +47,7 @@ from lore_platform.celery import task_publish
 from lore_platform.tenancy.models import Tenant
 from retrieval.embedders import embedder_configured_name, embedder_get
 from retrieval.engine.embeddings import Embedder, Vector, batched, entry_passage_text
-from retrieval.models import EntryVector
+from retrieval.models import BookIndexCoverage, EntryVector
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,19 @@ def entries_index(
         return report
     if not wanted:
         return report
+    touched: set[int] = set()
+    try:
+        _entries_index(resolved, wanted, embedder, force, report, touched)
+    finally:
+        # W-7's figures follow the indexing itself: every run recounts the books it touched.
+        if touched:
+            books_coverage_recount(resolved, touched, model_name=embedder.name)
+    return report
+
+
+def _entries_index(
+    resolved: Tenant, wanted: list[int], embedder: Embedder, force: bool, report: IndexingReport, touched: set[int]
+) -> None:
     entries = {
         e.pk: e
         for e in Entry.objects.for_tenant(resolved)
@@ -143,6 +156,7 @@ def entries_index(
         .only(*_ENTRY_FIELDS, "book__profile")
     }
     report.missing = [i for i in wanted if i not in entries]
+    touched.update(entry.book_id for entry in entries.values())
     vectors = {
         v.entry_id: v
         for v in EntryVector.objects.for_tenant(resolved)
@@ -190,7 +204,6 @@ def entries_index(
             report.failed.extend(failed)
             continue
         _vectors_write(resolved, embedder, chunk, embedded, report)
-    return report
 
 
 def _vectors_write(
@@ -278,35 +291,14 @@ def _tenant_id(tenant: Tenant | int) -> int:
 
 # --- coverage (W-7) ---------------------------------------------------------------
 
-# Coverage is asked for on every turn, and counting a 2,000-entry book's enabled
-# entries costs 6-14 ms; it is cached per process under the book's vector stamp
-# and recomputed only when that changes.
+# Coverage is asked for on every smart turn. Indexing keeps it as numbers
+# (``BookIndexCoverage``); a turn reads them in one small query and counts a book
+# itself only when its version is newer than the figures (an edit whose indexing
+# has not run yet, or a book no indexing has touched), once per version per process:
+# counting a 2,000-entry book costs 3-14 ms.
 _COVERAGE_CACHE_BOOKS = 1024
 _coverage_cache: OrderedDict[tuple[int, int, str], tuple[tuple[Any, ...], float]] = OrderedDict()
 _coverage_lock = threading.Lock()
-
-
-def books_vector_stamps(
-    tenant: Tenant, book_ids: Collection[int], *, model_name: str
-) -> dict[int, tuple[Any, ...]]:
-    """Per book, a value that changes whenever its entries or its vectors of the model change.
-
-    The book's version and ``updated_at`` (bumped by every entry write, enabling
-    and disabling included) plus the count and newest ``created_at`` of its
-    vectors (indexing does not bump the version). One query, index-only on the
-    vectors' (book, model_name, created_at) index.
-    """
-    of_model = Q(entry_vectors__model_name=model_name)
-    rows = (
-        Book.objects.for_tenant(tenant)
-        .filter(pk__in=list(book_ids))
-        .annotate(
-            vectors=Count("entry_vectors", filter=of_model),
-            newest=Max("entry_vectors__created_at", filter=of_model),
-        )
-        .values("pk", "version", "updated_at", "vectors", "newest")
-    )
-    return {row["pk"]: (row["version"], row["updated_at"], row["vectors"], row["newest"]) for row in rows}
 
 
 def coverage_cache_clear() -> None:
@@ -314,35 +306,128 @@ def coverage_cache_clear() -> None:
         _coverage_cache.clear()
 
 
+def _coverage_count(tenant: Tenant, book_ids: Collection[int], model_name: str) -> dict[int, tuple[int, int]]:
+    """Per book: (enabled entries, of them with a vector of the model); books with none are (0, 0)."""
+    counts = {int(book_id): (0, 0) for book_id in book_ids}
+    rows = (
+        Entry.objects.for_tenant(tenant)
+        .filter(book_id__in=list(counts), enabled=True)
+        .values("book_id")
+        .annotate(total=Count("pk"), indexed=Count("pk", filter=Q(vector__model_name=model_name)))
+        .values_list("book_id", "total", "indexed")
+    )
+    for book_id, total, indexed in rows:
+        counts[book_id] = (total, indexed)
+    return counts
+
+
+def _share(enabled: int, indexed: int) -> float:
+    return indexed / enabled if enabled else 1.0
+
+
+def books_coverage_recount(tenant: Tenant, book_ids: Collection[int], *, model_name: str) -> None:
+    """Count these books' coverage again and store it (``BookIndexCoverage``); indexing calls it.
+
+    Every model's figures of these books are recounted, ``model_name``'s created if
+    missing: an entry has one vector, so writing one of a new model takes it from
+    the old one. The rows are locked first, so concurrent recounts of one book run
+    one after the other and the last stored is the last counted; the version is
+    read under the lock and before the entries, so figures are never newer than
+    the version they claim.
+    """
+    wanted = sorted({int(b) for b in book_ids})
+    coverage = BookIndexCoverage.objects.for_tenant(tenant)
+    with transaction.atomic():
+        present = list(Book.objects.for_tenant(tenant).filter(pk__in=wanted).values_list("pk", flat=True))
+        coverage.bulk_create(
+            [BookIndexCoverage(tenant=tenant, book_id=b, model_name=model_name) for b in present],
+            ignore_conflicts=True,
+        )
+        rows = list(coverage.select_for_update().filter(book_id__in=present).order_by("book_id", "model_name"))
+        versions = dict(Book.objects.for_tenant(tenant).filter(pk__in=present).values_list("pk", "version"))
+        counts = {name: _coverage_count(tenant, versions, name) for name in sorted({r.model_name for r in rows})}
+        now = timezone.now()
+        for row in rows:
+            row.book_version = versions[row.book_id]
+            row.enabled, row.indexed = counts[row.model_name][row.book_id]
+            row.counted_at = now
+        coverage.bulk_update(rows, fields=["book_version", "enabled", "indexed", "counted_at"])
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    version: int  # the book's present version
+    counted_version: int | None  # None: no indexing has counted this book for the model
+    enabled: int
+    indexed: int
+    counted_at: Any
+
+    @property
+    def current(self) -> bool:
+        return self.counted_version == self.version
+
+    @property
+    def stamp(self) -> tuple[Any, ...]:
+        """Changes whenever the book's entries (its version) or its vectors (a recount) change."""
+        return (self.version, self.counted_at)
+
+
+def _figures(tenant: Tenant, book_ids: list[int], model_name: str) -> dict[int, _Figures]:
+    """The stored figures with each book's present version: one query (two for a book never counted)."""
+    found = {
+        book_id: _Figures(version, counted, enabled, indexed, counted_at)
+        for book_id, version, counted, enabled, indexed, counted_at
+        in BookIndexCoverage.objects.for_tenant(tenant).filter(book_id__in=book_ids, model_name=model_name)
+        .values_list("book_id", "book__version", "book_version", "enabled", "indexed", "counted_at")
+    }
+    missing = [b for b in book_ids if b not in found]
+    if missing:
+        for book_id, version in Book.objects.for_tenant(tenant).filter(pk__in=missing).values_list("pk", "version"):
+            found[book_id] = _Figures(version, None, 0, 0, None)
+    return found
+
+
+def books_vector_stamps(tenant: Tenant, book_ids: Collection[int], *, model_name: str) -> dict[int, tuple[Any, ...]]:
+    """Per book, a value that changes whenever its entries or its vectors of the model change.
+
+    The book's version (every entry write bumps it, enabling and disabling
+    included) and when indexing last counted it (every indexing run that writes
+    or removes vectors recounts the books it touched). One small query.
+    """
+    return {book_id: f.stamp for book_id, f in _figures(tenant, [int(b) for b in book_ids], model_name).items()}
+
+
 def books_index_coverage(
     tenant: Tenant, book_ids: Collection[int], *, model_name: str | None = None
 ) -> dict[int, float]:
-    """Per book: the share of enabled entries that have a vector of the model (1.0 if none)."""
+    """Per book: the share of enabled entries that have a vector of the model (1.0 if none).
+
+    Read from the figures indexing keeps (one query); a book whose version moved
+    past them is counted here, once per version and figures per process.
+    """
     name = model_name or embedder_configured_name()
     wanted = [int(b) for b in book_ids]
     coverage = {book_id: 1.0 for book_id in wanted}
-    stamps = books_vector_stamps(tenant, wanted, model_name=name)
-    stale: list[int] = []
+    figures = _figures(tenant, wanted, name)
+    stale: dict[int, tuple[Any, ...]] = {}
     with _coverage_lock:
-        for book_id, stamp in stamps.items():
+        for book_id, found in figures.items():
+            if found.current:
+                coverage[book_id] = _share(found.enabled, found.indexed)
+                continue
+            stamp = found.stamp
             cached = _coverage_cache.get((tenant.pk, book_id, name))
             if cached is not None and cached[0] == stamp:
                 coverage[book_id] = cached[1]
             else:
-                stale.append(book_id)
+                stale[book_id] = stamp
     if not stale:
         return coverage
-    rows = (
-        Entry.objects.for_tenant(tenant)
-        .filter(book_id__in=stale, enabled=True)
-        .values("book_id")
-        .annotate(total=Count("pk"), indexed=Count("pk", filter=Q(vector__model_name=name)))
-    )
-    for row in rows:
-        coverage[row["book_id"]] = row["indexed"] / row["total"] if row["total"] else 1.0
+    counted = _coverage_count(tenant, stale, name)
     with _coverage_lock:
-        for book_id in stale:
-            _coverage_cache[(tenant.pk, book_id, name)] = (stamps[book_id], coverage[book_id])
+        for book_id, stamp in stale.items():
+            coverage[book_id] = _share(*counted[book_id])
+            _coverage_cache[(tenant.pk, book_id, name)] = (stamp, coverage[book_id])
             _coverage_cache.move_to_end((tenant.pk, book_id, name))
         while len(_coverage_cache) > _COVERAGE_CACHE_BOOKS:
             _coverage_cache.popitem(last=False)

@@ -98,3 +98,31 @@ class EntryVector(models.Model):
 
     def __str__(self) -> str:
         return f"vector of entry {self.entry_id} ({self.model_name})"
+
+
+class BookIndexCoverage(models.Model):
+    """W-7's figures for one book and one embedding model: its enabled entries, and how many have a vector.
+
+    Written only by ``retrieval.indexing``: every indexing run recounts the books it
+    touched, under this row's lock (two workers never store an older count over a
+    newer one). A smart turn reads the numbers instead of counting the book;
+    ``book_version`` is the version they were counted at, so an edit whose indexing
+    has not run yet (a new version) is counted again by the turn, never trusted.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="book_index_coverage")
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="index_coverage")
+    model_name = models.CharField(max_length=100)
+    book_version = models.PositiveIntegerField(default=0)
+    enabled = models.PositiveIntegerField(default=0)
+    indexed = models.PositiveIntegerField(default=0)
+    # When the figures were counted: the in-process vector index also reloads when it changes.
+    counted_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[BookIndexCoverage] = TenantScopedManager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["book", "model_name"], name="bookindexcoverage_book_model")]
+
+    def __str__(self) -> str:
+        return f"coverage of book {self.book_id} ({self.model_name}): {self.indexed}/{self.enabled}"

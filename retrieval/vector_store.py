@@ -8,9 +8,9 @@
   ``enabled`` still yields ``k`` rows.
 - ``"memory"`` (SQLite, the embedded default): each book's vectors are loaded
   once into a :class:`MemoryVectorIndex` and cached per process under the
-  book's vector stamp (``indexing.books_vector_stamps``: version, last change,
-  count and newest timestamp of its vectors), so an edit or a finished indexing
-  task is seen on the next turn.
+  book's vector stamp (``indexing.books_vector_stamps``: its version and when
+  indexing last counted it), so an edit or a finished indexing task is seen on
+  the next turn.
 
 Both are bound to one tenant and one embedder (model name + dimension): vectors
 of another model are never compared with this model's queries. Disabled entries
@@ -25,12 +25,13 @@ process-wide cache has not seen.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from books.models import Entry
 from lore_platform.tenancy.models import Tenant
@@ -105,24 +106,41 @@ class PgVectorIndex:
         query = _check_query(query_vector, self.dimension)
         if k <= 0 or not book_ids:
             return []
-        with transaction.atomic(), connection.cursor() as cursor:
-            # strict_order: keep scanning the graph until k rows pass the filters, in distance order.
-            cursor.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-                "set_config('hnsw.ef_search', %s, true)",
-                [str(HNSW_EF_SEARCH)],
-            )
+        with connection.cursor() as cursor:
+            _hnsw_settings(cursor)
             cursor.execute(self.query_sql(exclude_disabled=exclude_disabled), self.query_params(book_ids, query, k))
             rows = cursor.fetchall()
         return [(int(entry_id), 1.0 - float(distance)) for entry_id, distance in rows]
 
 
-class _BookVectors:
-    __slots__ = ("stamp", "index")
+# Database connections whose session already has the HNSW settings (set outside any transaction).
+_hnsw_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+_HNSW_SET = "SELECT set_config('hnsw.iterative_scan', 'strict_order', %s), set_config('hnsw.ef_search', %s, %s)"
 
-    def __init__(self, stamp: tuple[Any, ...], index: MemoryVectorIndex) -> None:
+
+def _hnsw_settings(cursor: Any) -> None:
+    """strict_order: keep scanning the graph until k rows pass the filters, in distance order.
+
+    Set once per connection when no transaction is open (autocommit: the session
+    keeps it), so a turn's search is one round trip. Inside a transaction it is set
+    for that transaction only: a session setting made there would be undone by a
+    rollback while this process still believed it set.
+    """
+    raw = connection.connection
+    if connection.in_atomic_block:
+        cursor.execute(_HNSW_SET, [True, str(HNSW_EF_SEARCH), True])
+    elif raw not in _hnsw_sessions:
+        cursor.execute(_HNSW_SET, [False, str(HNSW_EF_SEARCH), False])
+        _hnsw_sessions.add(raw)
+
+
+class _BookVectors:
+    __slots__ = ("stamp", "index", "disabled")
+
+    def __init__(self, stamp: tuple[Any, ...], index: MemoryVectorIndex, disabled: frozenset[int]) -> None:
         self.stamp = stamp
         self.index = index
+        self.disabled = disabled
 
 
 _cache: OrderedDict[tuple[int, int, str], _BookVectors] = OrderedDict()
@@ -154,38 +172,38 @@ class MemoryBookVectorIndex:
         query = _check_query(query_vector, self.dimension)
         if k <= 0 or not book_ids:
             return []
-        excluded: set[int] = set()
-        if exclude_disabled:
-            excluded = set(
-                Entry.objects.for_tenant(self.tenant)
-                .filter(book_id__in=list(book_ids), enabled=False)
-                .values_list("pk", flat=True)
-            )
         found: list[tuple[int, float]] = []
-        for index in self._book_indexes(book_ids):
-            found.extend(index.nearest(query, k, excluded_ids=excluded))
+        for book in self._book_indexes(book_ids):
+            found.extend(book.index.nearest(query, k, excluded_ids=book.disabled if exclude_disabled else ()))
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:k]
 
-    def _book_indexes(self, book_ids: Collection[int]) -> list[MemoryVectorIndex]:
+    def _book_indexes(self, book_ids: Collection[int]) -> list[_BookVectors]:
         stamps = books_vector_stamps(self.tenant, book_ids, model_name=self.model_name)
-        indexes = []
+        books = []
         for book_id, stamp in stamps.items():
             key = (self.tenant.pk, book_id, self.model_name)
             with _cache_lock:
                 cached = _cache.get(key)
                 if cached is not None and cached.stamp == stamp:
                     _cache.move_to_end(key)
-                    indexes.append(cached.index)
+                    books.append(cached)
                     continue
-            index = self._load(book_id)
+            loaded = _BookVectors(stamp, self._load(book_id), self._disabled(book_id))
             with _cache_lock:
-                _cache[key] = _BookVectors(stamp, index)
+                _cache[key] = loaded
                 _cache.move_to_end(key)
                 while len(_cache) > MEMORY_CACHE_BOOKS:
                     _cache.popitem(last=False)
-            indexes.append(index)
-        return indexes
+            books.append(loaded)
+        return books
+
+    def _disabled(self, book_id: int) -> frozenset[int]:
+        # The live flag (W-6): a disabled entry keeps its vector until indexing removes it.
+        # Enabling or disabling bumps the version, so the stamp reloads this with the vectors.
+        return frozenset(
+            Entry.objects.for_tenant(self.tenant).filter(book_id=book_id, enabled=False).values_list("pk", flat=True)
+        )
 
     def _load(self, book_id: int) -> MemoryVectorIndex:
         rows = (

@@ -146,9 +146,11 @@ class TurnAnswer:
     @property
     def request_log_summary(self) -> LogSummary:
         records = self.selection.request_log
+        # A profile may have counted the simply not matched without listing them (compact log).
+        unlisted = self.selection.not_matched_unlisted
         if "not_matched" not in self.memo:
-            self.memo["not_matched"] = sum(r.outcome == ev.Outcome.NOT_MATCHED for r in records)
-        return LogSummary(entries=len(records), not_matched=self.memo["not_matched"],
+            self.memo["not_matched"] = sum(r.outcome == ev.Outcome.NOT_MATCHED for r in records) + unlisted
+        return LogSummary(entries=len(records) + unlisted, not_matched=self.memo["not_matched"],
                           not_matched_listed=self.log == "full")
 
 
@@ -260,6 +262,7 @@ def turn_run(
         turn=turn,
         state=_timed_state(state),
         dry_run=dry_run,
+        log_full=request.log == "full",
     )
     if meaning is None:
         meaning = _meaning_for(profile, gathering, request.messages)

@@ -26,8 +26,9 @@ what reaches the model. Every number below is a field of :data:`.rules.SMART`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Generic, Protocol, TypeVar
 
 from .matching import CompileCache, KeyMatcher, KeyPattern, book_set_key
@@ -124,14 +125,43 @@ class _Candidate:
     position: int  # list position across the book set, for stable ordering
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _BookPlan:
+    """What a turn needs of one book that depends only on its version and the tokenizer.
+
+    Built once per book version: a turn then does no work per entry beyond
+    those it injects, indexes or must explain (C-15 lists the rest only when
+    the call asks for the full log).
+    """
+
+    canon: tuple[tuple[Entry, int], ...]  # enabled canon entries in list order, with their tokens
+    relevant: tuple[Entry, ...]  # enabled when-relevant entries in list order
+    relevant_sizes: tuple[int, ...]
+    relevant_tokens: int
+    disabled: tuple[LogRecord, ...]  # W-6, in list order
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _BigBooks:
+    """The candidates of a set of big books (W-3..W-5), and their title/alias matcher."""
+
+    candidates: tuple[_Candidate, ...]
+    names: _NameMatcher
+    by_id: dict[tuple[str, str], int]  # (book id, entry id) -> candidate index
+    book_of: dict[str, str]  # entry id -> book id, for ids the meaning search answers
+
+
 @dataclass(slots=True)
 class _NameMatcher:
     matcher: KeyMatcher
     owners: tuple[int, ...]  # key index -> candidate index
 
 
-_name_matchers: CompileCache[_NameMatcher] = CompileCache(maxsize=64)
+_plans: CompileCache[_BookPlan] = CompileCache(maxsize=256)
+_big: CompileCache[_BigBooks] = CompileCache(maxsize=64)
+_switched_off: CompileCache[tuple[LogRecord, ...]] = CompileCache(maxsize=64)
 _sizes: CompileCache[dict[str, int]] = CompileCache(maxsize=256)
+_log_positions: CompileCache[dict[str, int]] = CompileCache(maxsize=256)
 
 
 def entry_tokens(book: Book, tokenizer: Tokenizer) -> dict[str, int]:
@@ -146,8 +176,41 @@ def entry_tokens(book: Book, tokenizer: Tokenizer) -> dict[str, int]:
     )
 
 
-def _name_matcher(books: tuple[Book, ...], candidates: Sequence[_Candidate]) -> _NameMatcher:
-    def build() -> _NameMatcher:
+def _book_plan(book: Book, tokenizer: Tokenizer) -> _BookPlan:
+    def build() -> _BookPlan:
+        counted = entry_tokens(book, tokenizer)
+        enabled = [e for e in book.entries if e.enabled]
+        relevant = tuple(e for e in enabled if not (e.canon or e.constant))
+        sizes = tuple(counted[e.id] for e in relevant)
+        return _BookPlan(
+            canon=tuple((e, counted[e.id]) for e in enabled if e.canon or e.constant),
+            relevant=relevant,
+            relevant_sizes=sizes,
+            relevant_tokens=sum(sizes),
+            disabled=tuple(
+                LogRecord(entry=e.id, book=book.id, outcome=Outcome.DISABLED,
+                          detail="disabled entries reach the model by no path (W-6)")
+                for e in book.entries if not e.enabled
+            ),
+        )
+
+    return _plans.get(book_set_key((book,), "smart-plan", tokenizer.name), build)
+
+
+def _switched_off_records(book: Book) -> tuple[LogRecord, ...]:
+    return _switched_off.get(book_set_key((book,), "smart-off"), lambda: tuple(
+        LogRecord(entry=e.id, book=book.id, outcome=Outcome.COLLECTION_OFF, detail="the book is switched off")
+        for e in book.entries
+    ))
+
+
+def _big_books_of(books: tuple[Book, ...], plans: Sequence[_BookPlan]) -> _BigBooks:
+    def build() -> _BigBooks:
+        candidates = tuple(
+            _Candidate(book=book, entry=entry, position=position)
+            for book, plan in zip(books, plans)
+            for position, entry in enumerate(plan.relevant)
+        )
         patterns: list[KeyPattern] = []
         owners: list[int] = []
         for index, candidate in enumerate(candidates):
@@ -155,9 +218,24 @@ def _name_matcher(books: tuple[Book, ...], candidates: Sequence[_Candidate]) -> 
                 if name.strip():
                     patterns.append(KeyPattern(text=name, whole_words=True))
                     owners.append(index)
-        return _NameMatcher(matcher=KeyMatcher(patterns), owners=tuple(owners))
+        return _BigBooks(
+            candidates=candidates,
+            names=_NameMatcher(matcher=KeyMatcher(patterns), owners=tuple(owners)),
+            by_id={(c.book.id, c.entry.id): i for i, c in enumerate(candidates)},
+            book_of={c.entry.id: c.book.id for c in candidates},
+        )
 
-    return _name_matchers.get(book_set_key(books, "smart-names"), build)
+    return _big.get(book_set_key(books, "smart-big"), build)
+
+
+def _unique(*runs: Iterable[int]) -> Iterator[int]:
+    """Indexes of several runs in order, each once (lazily: list order may run over a whole book)."""
+    seen: set[int] = set()
+    for run in runs:
+        for index in run:
+            if index not in seen:
+                seen.add(index)
+                yield index
 
 
 def _named(found: dict[int, int], owners: Sequence[int]) -> list[int]:
@@ -209,24 +287,18 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
         injections.append(Injection(entry=entry.id, book=book.id, slot=slot, role="system", content=content,
                                     tokens=tokens, cache_stable=stable))
 
-    live_books: list[Book] = []
+    live_books: list[tuple[Book, _BookPlan]] = []
     for book in request.books:
         if not book.settings.active:
-            for entry in book.entries:
-                record(book, entry, Outcome.COLLECTION_OFF, "the book is switched off")
+            log.update(((book.id, r.entry), r) for r in _switched_off_records(book))
             continue
-        live_books.append(book)
-        for entry in book.entries:
-            if not entry.enabled:
-                record(book, entry, Outcome.DISABLED, "disabled entries reach the model by no path (W-6)")
+        plan = _book_plan(book, tokenizer)
+        live_books.append((book, plan))
+        log.update(((book.id, r.entry), r) for r in plan.disabled)
 
     # 1. Canon (W-1).
     budget = canon_budget(request.model.input_window)
-    canon: list[tuple[Book, Entry, int]] = []
-    for book in live_books:
-        counted = entry_tokens(book, tokenizer)
-        canon.extend((book, entry, counted[entry.id]) for entry in book.entries
-                     if entry.enabled and (entry.canon or entry.constant))
+    canon = [(book, entry, tokens) for book, plan in live_books for entry, tokens in plan.canon]
     packing = canon_pack(canon, budget=budget, tokens=lambda found: found[2])
     for item in packing.items:
         book, entry, _ = item.entry
@@ -240,32 +312,26 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
     free = packing.free
 
     # 2. Whole books (W-2).
-    big: list[Book] = []
-    for book in live_books:
-        relevant = [e for e in book.entries if e.enabled and not (e.canon or e.constant)]
-        if not relevant:
+    big: list[tuple[Book, _BookPlan]] = []
+    for book, plan in live_books:
+        if not plan.relevant:
             continue
-        counted = entry_tokens(book, tokenizer)
-        sizes = [counted[e.id] for e in relevant]
-        if sum(sizes) <= free:
-            free -= sum(sizes)
-            for entry, tokens in zip(relevant, sizes):
+        if plan.relevant_tokens <= free:
+            free -= plan.relevant_tokens
+            for entry, tokens in zip(plan.relevant, plan.relevant_sizes):
                 inject(book, entry, "relevant", entry.content, tokens, stable=True)
                 record(book, entry, Outcome.INJECTED, "the whole book fits in what canon left")
         else:
-            big.append(book)
+            big.append((book, plan))
 
     world_index: list[WorldIndexLine] = []
     if big:
         lore_budget = min(SMART.lore_cap_tokens, free)
-        world_index = _big_books(request, tuple(big), lore_budget, tokenizer, meaning, inject, record)
+        set_of = _big_books_of(tuple(b for b, _ in big), [p for _, p in big])
+        world_index = _big_books(request, set_of, tuple(b for b, _ in big), lore_budget, tokenizer, meaning,
+                                 inject, record)
 
-    request_log = tuple(
-        log[(book.id, entry.id)] if (book.id, entry.id) in log
-        else LogRecord(entry=entry.id, book=book.id, outcome=Outcome.NOT_MATCHED, detail="not named, not matched")
-        for book in request.books
-        for entry in book.entries
-    )
+    request_log, unlisted = _request_log(request, log)
     return Selection(
         injections=tuple(injections),
         request_log=request_log,
@@ -273,7 +339,38 @@ def smart_assemble(request: TurnRequest, *, tokenizer: Tokenizer, meaning: Meani
         world_index=tuple(world_index),
         tokenizer=tokenizer.name,
         tokens_estimated=tokenizer.is_estimate,
+        not_matched_unlisted=unlisted,
     )
+
+
+def _request_log(request: TurnRequest, log: dict[tuple[str, str], LogRecord]) -> tuple[tuple[LogRecord, ...], int]:
+    """C-15, in book and list order: every entry for the full log; else only the entries the turn
+    explains, the simply not matched counted (the second value)."""
+    if request.log_full:
+        return tuple(
+            log.get((book.id, entry.id))
+            or LogRecord(entry=entry.id, book=book.id, outcome=Outcome.NOT_MATCHED, detail="not named, not matched")
+            for book in request.books
+            for entry in book.entries
+        ), 0
+    by_book: dict[str, list[LogRecord]] = {}
+    for (book_id, _), found in log.items():
+        by_book.setdefault(book_id, []).append(found)
+    records: list[LogRecord] = []
+    total = 0
+    for book in request.books:
+        total += len(book.entries)
+        found_here = by_book.get(book.id)
+        if found_here:
+            positions = _positions(book)
+            records.extend(sorted(found_here, key=lambda r: positions[r.entry]))
+    return tuple(records), total - len(records)
+
+
+def _positions(book: Book) -> dict[str, int]:
+    """Entry id -> list position (the log's order), once per book version."""
+    return _log_positions.get(book_set_key((book,), "smart-positions"),
+                              lambda: {e.id: i for i, e in enumerate(book.entries)})
 
 
 _Inject = Callable[..., None]
@@ -282,6 +379,7 @@ _Record = Callable[..., None]
 
 def _big_books(
     request: TurnRequest,
+    set_of: _BigBooks,
     books: tuple[Book, ...],
     lore_budget: int,
     tokenizer: Tokenizer,
@@ -290,12 +388,8 @@ def _big_books(
     record: _Record,
 ) -> list[WorldIndexLine]:
     """W-3..W-5 for books too big to travel whole: names, meaning, full entries, world index."""
-    candidates = [
-        _Candidate(book=book, entry=entry, position=position)
-        for book in books
-        for position, entry in enumerate(e for e in book.entries if e.enabled and not (e.canon or e.constant))
-    ]
-    names = _name_matcher(books, candidates)
+    candidates = set_of.candidates
+    names = set_of.names
     chat = request.chat
     user_last = next((i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "user"), None)
     replies = [i for i in range(len(chat) - 1, -1, -1) if chat[i].role == "assistant"][:SMART.replies_searched]
@@ -318,25 +412,26 @@ def _big_books(
     named = named[:SMART.max_named]
 
     # W-4 / W-7: meaning when every big book is mostly indexed, else plain list order.
-    by_id = {(c.book.id, c.entry.id): i for i, c in enumerate(candidates)}
-    ranked: list[int] = []
+    ranked: Iterable[int]
     how = "list order (the book is not mostly indexed yet, W-7)"
     if meaning is not None and all(meaning.mostly_indexed(book.id) for book in books):
         window = meaning_window(chat)
-        entry_book = {c.entry.id: c.book.id for c in candidates}
         ids = meaning.rank(book_ids=[b.id for b in books], messages=window,
                            limit=SMART.max_full_entries + SMART.index_topics + SMART.max_named) if window else []
-        ranked = [by_id[(entry_book[i], i)] for i in ids if i in entry_book]
+        ranked = [set_of.by_id[(set_of.book_of[i], i)] for i in ids if i in set_of.book_of]
         how = "matched by meaning"
     else:
-        ranked = list(range(len(candidates)))
+        ranked = range(len(candidates))
 
-    order = list(dict.fromkeys([*named, *ranked]))
+    # Walked lazily: in list order it may reach the whole book, but stops when the world index is full.
+    order = _unique(named, ranked)
     injected: list[int] = []
     unfitted_named: list[int] = []
+    passed: list[int] = []  # in order, not injected: the world index's topics after unfitted named ones
     spent = 0
     for index in order:
         if len(injected) >= SMART.max_full_entries:
+            passed.append(index)
             break
         candidate = candidates[index]
         content = trim_to_tokens(candidate.entry.content, SMART.trim_tokens, tokenizer)
@@ -344,6 +439,7 @@ def _big_books(
         if spent + tokens > lore_budget:
             if index in named_why:
                 unfitted_named.append(index)
+            passed.append(index)
             continue
         spent += tokens
         injected.append(index)
@@ -354,7 +450,7 @@ def _big_books(
 
     # W-5: the world index — unfitted named first, then by rank; plus entries linked from injected text.
     taken = set(injected)
-    topics = [i for i in dict.fromkeys([*unfitted_named, *[i for i in order if i not in taken]])][:SMART.index_topics]
+    topics = list(islice(_unique(unfitted_named, passed, order), SMART.index_topics))
     taken.update(topics)
     linked: list[int] = []
     if injected:

@@ -211,6 +211,10 @@ class TurnRequest:
     state: TimedState = field(default_factory=TimedState)
     # A preview (W-10): the same selection, but SillyTavern's timers are not advanced.
     dry_run: bool = False
+    # The call's ``log: full`` (C-15): list every entry, those simply not matched too. False lets a
+    # profile count those in ``Selection.not_matched_unlisted`` instead of building a record for
+    # each (smart does; the keyword profiles build every record anyway and list them).
+    log_full: bool = True
 
     @property
     def turn_number(self) -> int:
@@ -269,3 +273,5 @@ class Selection:
     warnings: tuple[str, ...] = ()
     tokenizer: str = ""
     tokens_estimated: bool = False
+    # Entries simply not matched that ``request_log`` leaves out (a compact log): counted only.
+    not_matched_unlisted: int = 0

@@ -25,7 +25,7 @@ from retrieval.indexing import (
     entries_pending_sweep,
     entry_index,
 )
-from retrieval.models import EntryVector
+from retrieval.models import BookIndexCoverage, EntryVector
 from retrieval.tasks import index_entries, index_pending_sweep, reindex_book
 from retrieval.vector_store import (
     BookMeaningSearch,
@@ -337,6 +337,30 @@ def test_mostly_indexed_for_several_books_and_empty_books(actor, book, entries):
     assert books_mostly_indexed(book.tenant, [book.pk, empty.pk]) == {book.pk: False, empty.pk: True}
     book_reindex(book.pk, tenant=book.tenant_id)
     assert books_mostly_indexed(book.tenant, [book.pk, empty.pk]) == {book.pk: True, empty.pk: True}
+
+
+
+def test_indexing_keeps_the_figures_a_turn_reads_and_a_newer_version_is_counted(
+    actor, book, counting, django_assert_num_queries
+):
+    made = [entry_create(actor=actor, book=book, title=f"Mill {i}", content=f"Mill number {i} grinds salt.")
+            for i in range(10)]
+    entries_index(tenant=book.tenant_id, entry_ids=[e.pk for e in made[:9]], embedder=counting)
+    book.refresh_from_db()
+    row = BookIndexCoverage.objects.for_tenant(book.tenant).get(book=book, model_name=counting.name)
+    assert (row.enabled, row.indexed, row.book_version) == (10, 9, book.version)
+    # Every turn asks: the stored figures answer in one small query, nothing is counted.
+    with django_assert_num_queries(1):
+        assert books_mostly_indexed(book.tenant, [book.pk], model_name=counting.name) == {book.pk: True}
+    # Written after the figures (a new version whose indexing has not run): counted, never trusted.
+    more = [entry_create(actor=actor, book=book, title=f"Well {i}", content=f"Well {i} is deep and its water is cold.") for i in range(5)]
+    assert book_index_coverage(book, model_name=counting.name) == pytest.approx(9 / 15)
+    assert not book_is_mostly_indexed(book, model_name=counting.name)
+    entries_index(tenant=book.tenant_id, entry_ids=[e.pk for e in more], embedder=counting)
+    row.refresh_from_db()
+    assert (row.enabled, row.indexed) == (15, 14)
+    with django_assert_num_queries(1):
+        assert book_index_coverage(book, model_name=counting.name) == pytest.approx(14 / 15)
 
 
 

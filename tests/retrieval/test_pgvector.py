@@ -75,3 +75,36 @@ def test_nearest_returns_the_right_entries_across_languages(indexed_book):
     stored = EntryVector.objects.for_tenant(book.tenant).get(entry_id=ids["forge"]).embedding
     [(entry_id, score)] = index.nearest([book.pk], stored, 1)
     assert entry_id == ids["forge"] and score == pytest.approx(1.0, abs=1e-5)
+
+
+def _hnsw_session() -> tuple[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan', true), current_setting('hnsw.ef_search', true)")
+        return cursor.fetchone()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_search_runs_with_strict_order_and_ef_search_100_in_or_out_of_a_transaction(indexed_book):
+    from django.db import transaction
+
+    from retrieval.vector_store import HNSW_EF_SEARCH
+
+    book, ids = indexed_book
+    index = vector_index_get(book.tenant)
+    [query] = real_embedder().embed_queries(["volcano forge city"])
+    wanted = ("strict_order", str(HNSW_EF_SEARCH))
+    connection.close()  # a fresh session, as a new worker connection
+    assert index.nearest([book.pk], query, 1)[0][0] == ids["forge"]
+    assert _hnsw_session() == wanted  # set once for the session: later searches are one statement
+    connection.close()
+    try:
+        with transaction.atomic():
+            assert index.nearest([book.pk], query, 1)[0][0] == ids["forge"]
+            assert _hnsw_session() == wanted
+            raise RuntimeError("rolled back")
+    except RuntimeError:
+        pass
+    # A rollback undid the transaction's settings; the next search outside one sets them again.
+    assert _hnsw_session() != wanted
+    assert index.nearest([book.pk], query, 1)[0][0] == ids["forge"]
+    assert _hnsw_session() == wanted

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -14,7 +15,14 @@ from retrieval.engine.smart import (
     trim_to_tokens,
 )
 from retrieval.engine.tokenizers import tokenizer_by_name
-from retrieval.engine.values import Book, Entry, Message, Model, TurnRequest
+from retrieval.engine.values import (
+    Book,
+    BookSettings,
+    Entry,
+    Message,
+    Model,
+    TurnRequest,
+)
 
 TOKENS = tokenizer_by_name("ceil-chars-4")
 
@@ -272,3 +280,47 @@ def test_switched_off_book_reaches_no_path():
     selection = run([], books=[book])
     assert selection.injections == ()
     assert {r.outcome for r in selection.request_log} == {"collection_off"}
+
+
+# C-15 compact log: the simply not matched are counted, not listed ----------------------------
+
+def _big_world(version: int | None = None) -> tuple[Book, ...]:
+    entries = [canon("c1", 30), relevant("off", 5, enabled=False)]
+    entries += [relevant(f"t{i}", 300, title=f"Place {i}") for i in range(40)]
+    world = Book(id="w", name="World", entries=tuple(entries), version=version)
+    switched_off = Book(id="s", name="Shelf", entries=(relevant("s1", 5), relevant("s2", 5)),
+                        settings=BookSettings(active=False), version=version)
+    return (switched_off, world)
+
+
+def _turn(books: tuple[Book, ...], *, log_full: bool):
+    request = TurnRequest(
+        profile="smart", books=books, log_full=log_full,
+        chat=(Message(role="assistant", text="Place 31 is far."), Message(role="user", text="Go to Place 7.")),
+        model=Model(tokenizer="ceil-chars-4", input_window=20_000),
+    )
+    return smart_assemble(request, tokenizer=TOKENS)
+
+
+@pytest.mark.parametrize("version", [None, 3])
+def test_compact_log_is_the_full_log_without_the_simply_not_matched_and_counts_them(version):
+    books = _big_world(version)
+    full = _turn(books, log_full=True)
+    compact = _turn(books, log_full=False)
+    assert compact.injections == full.injections and compact.world_index == full.world_index
+    explained = tuple(r for r in full.request_log if r.outcome != "not_matched")
+    # Same records in the same (book, list) order; switched-off, disabled, canon, named and indexed kept.
+    assert compact.request_log == explained
+    assert {r.outcome for r in compact.request_log} == {"collection_off", "disabled", "injected", "indexed_only"}
+    assert full.not_matched_unlisted == 0
+    assert compact.not_matched_unlisted == len(full.request_log) - len(explained) > 0
+    assert len(compact.request_log) + compact.not_matched_unlisted == 2 + 42
+
+
+def test_a_new_book_version_is_planned_again():
+    first = _turn(_big_world(1), log_full=False)
+    world = _big_world(1)[1]
+    renamed = Book(id="w", name="World", version=2, entries=tuple(
+        replace(e, title="Harbour 7") if e.id == "t7" else e for e in world.entries))
+    second = _turn((_big_world(1)[0], renamed), log_full=False)
+    assert "t7" in slot(first, "matched") and "t7" not in slot(second, "matched")
