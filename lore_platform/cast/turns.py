@@ -162,9 +162,22 @@ class TurnAnswer:
 # --- rows stored in request logs and answered by the API (ids are integers) ----------------
 
 
+_ids: dict[str, int] = {}
+
+
 def _id(value: str | None) -> int | str | None:
-    # Engine values name entries and books by their database id as text.
-    return int(value) if value is not None and value.isdigit() else value
+    # Engine values name entries and books by their database id as text; ~1,000 a turn, so the
+    # conversions are remembered (bounded: a process sees at most its books' entries, usually).
+    if value is None:
+        return None
+    found = _ids.get(value)
+    if found is None:
+        if not value.isdigit():
+            return value
+        if len(_ids) > 200_000:
+            _ids.clear()
+        found = _ids[value] = int(value)
+    return found
 
 
 def injection_row(injection: ev.Injection) -> dict[str, Any]:
