@@ -465,7 +465,7 @@ def _step_medians(steps: list[dict[str, float]]) -> dict[str, Any]:
 def answer_differences(sample: dict[str, Any]) -> list[str]:
     """Fields where an HTTP answer differs from the same turn run in process (needs Django set up).
 
-    The request goes through the view's own parsing (``ContextIn``, ``turn_input``), the turn through
+    The request goes through the view's own parsing (``context_in``, ``turn_input``), the turn through
     ``turn_run`` from the chat's state before it, the body through ``context_body``; only the stored
     log's id (``request_log_id``) is the HTTP call's own.
     """
@@ -477,12 +477,7 @@ def answer_differences(sample: dict[str, Any]) -> list[str]:
     from lore_platform.cast.turns import turn_run
 
     chat = Chat.objects.unscoped().select_related("tenant").get(pk=sample["chat"])
-    values = serializers.context_in_fast(sample["request"])  # as the view reads it
-    if values is None:
-        data = serializers.ContextIn(data=sample["request"])
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
-    request = turn_input(values)
+    request = turn_input(serializers.context_in(sample["request"]))  # as the view reads it
     profile = request.profile or chat.profile or chat.tenant.default_profile
     answer = turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
                       state=sample["state"], seed=f"chat-{chat.pk}")

@@ -233,6 +233,17 @@ def context_in_fast(data: object) -> dict[str, Any] | None:
     return {"messages": values.pop("messages"), **values, **_CONTEXT_DEFAULTS, "parts": {}, "log": log}
 
 
+def context_in(data: object) -> dict[str, Any]:
+    """The context call's validated body: the usual one read directly, anything else by ``ContextIn``
+    (which raises the API's 400 with the field and rule)."""
+    values = context_in_fast(data)
+    if values is None:
+        serializer = ContextIn(data=data)
+        serializer.is_valid(raise_exception=True)
+        values = serializer.validated_data
+    return values
+
+
 class StatelessContextIn(ContextIn):
     book_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=50)
     character_id = serializers.IntegerField(required=False, allow_null=True, default=None)
