@@ -113,3 +113,44 @@ def test_the_chat_books_follow_every_change_between_turns(tenant_a):
     assert [b["id"] for b in body["books"]] == [other.pk]
     assert [i["content"] for i in body["injections"]] == ["Harbour lore."]
     assert added.json()["id"] not in [i["entry"] for i in body["injections"]]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_turns_of_one_chat_each_count_under_the_lock(make_tenant):
+    """The lock statement is compiled once and reused: turns of one chat still run one at a time,
+    so none is lost from the chat's counter (PostgreSQL: SQLite has no row locks)."""
+    import threading
+
+    from django.db import connections
+
+    from lore_platform.cast.models import Chat, RequestLog
+    from lore_platform.cast.turns import TurnInput, chat_turn
+    from retrieval.engine import values as ev
+    from tests.books.factories import admin_actor
+
+    tenant = make_tenant()
+    _, _, _, chat = _setup(tenant)
+    actor = admin_actor(tenant)
+    request = TurnInput(messages=(ev.Message(role="user", text="We row toward the lighthouse."),), model_id="gpt-4o")
+    errors = []
+    barrier = threading.Barrier(6)
+
+    def turn() -> None:
+        try:
+            barrier.wait()
+            for _ in range(3):
+                chat_turn(actor=actor, chat_id=chat, request=request)
+        except Exception as exc:  # noqa: BLE001 — reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=turn) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == 18
+    assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == 18
