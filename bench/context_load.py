@@ -351,6 +351,10 @@ def _clients_loop(clients: list[_Client], run: Run, samples: list[dict[str, Any]
                 if got is None:
                     continue
                 pause = _answer_take(client, *got, run, samples, check_every)
+                if got[1].get("connection", "").lower() == "close":  # a sync worker: a new connection per call
+                    selector.unregister(client.sock)
+                    client.sock.close()
+                    client.sock = None
             except OSError as exc:
                 run.errors.append(str(exc))
                 selector.unregister(client.sock)
@@ -428,8 +432,10 @@ class CpuMeter:
         after = self._snapshot()
         spent = {name: after[name] - self.before[name] for name in ("client", "server", "worker", "machine")}
         # Backends that lived through the run (the web workers keep their connections).
-        spent["postgres"] = sum(t - self.before["postgres"][pid] for pid, t in after["postgres"].items()
-                                if pid in self.before["postgres"])
+        # Backends that lived through the run (the web workers keep their connections), and those
+        # opened during it in full (a connection older than CONN_MAX_AGE is replaced); one that
+        # closed during the run is missed.
+        spent["postgres"] = sum(t - self.before["postgres"].get(pid, 0.0) for pid, t in after["postgres"].items())
         return spent
 
 
