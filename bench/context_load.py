@@ -22,15 +22,28 @@ client waits as ``Retry-After`` says, at most 1 s):
 * smart ``saturated`` and ``paced``.
 
 Each line has throughput of answered (200) calls, p50/p99 of all calls,
-and the medians of the in-request steps (``app`` = the whole Django request,
+the medians of the in-request steps (``app`` = the whole Django request,
 ``turn``, ``engine``, ``gather``, ``embed``) with the engine's share of the
-server time. A sample of answers (``--check-every``) is checked after the runs
+server time, and ``cpu_per_call``: CPU ms per answered call of the load
+generator, the web server (gunicorn master + workers), this database's
+PostgreSQL backends and the Celery worker, their sum, the whole machine's
+(other people's work on the cores counts there) and the ceiling of two cores
+at that CPU per call. On a shared machine throughput moves with the
+neighbours; CPU per call is the steady figure.
+
+The load generator is one thread driving every client's connection with
+non-blocking sockets (a chat has one call in flight at a time); each answer is
+read in full and decoded (orjson), its timed state kept for the check below.
+Its own CPU is in ``cpu_per_call.client_ms`` (~0.6 ms a call here).
+
+A sample of answers (``--check-every``) is checked after the runs
 against the same turn run in process (``turn_run`` through the view's own
 input parsing, from the chat's state before that turn, encoded by
 ``context_body``): any difference fails the run. Targets (keyword profiles,
 2-core machine, paced run): p50 <= 30 ms, p99 <= 150 ms.
 
 Options: ``--clients 20 --requests 40`` (per client), ``--smart-entries 2000``,
+``--runs saturated,paced,paced_fresh`` (a subset while iterating; the targets need all three),
 ``--throttle both|off|production``, ``--database-url`` (a database that must
 not exist yet; default: a unique name), ``--broker-url``, ``--port``. Only the
 database this run created is dropped.
@@ -42,17 +55,21 @@ import http.client
 import json
 import os
 import random
+import resource
 import secrets
+import selectors
 import signal
+import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+import orjson
 
 REPO = Path(__file__).resolve().parents[1]
 BOOKS = (("Harbour", 800), ("Mountains", 700), ("Court", 500))
@@ -198,6 +215,8 @@ class Run:
     errors: list[str] = field(default_factory=list)
     answered: int = 0
     throttled: int = 0
+    # CPU seconds per process group during the run (CpuMeter).
+    cpu: dict[str, float] = field(default_factory=dict)
 
 
 # The chat's timed state after its last answer: what the next turn starts from (for the in-process check).
@@ -213,45 +232,223 @@ def _server_timing(header: str | None) -> dict[str, float]:
     return steps
 
 
-def _client(port: int, key: str, chat: int, keys: list[str], requests: int, seed: int, run: Run,
-            samples: list[dict[str, Any]] | None = None, think_ms: float = 0.0, history: str = "rolling",
-            check_every: int = 0) -> None:
-    rng = random.Random(seed)
-    rolling = RollingChat(rng, keys)
-    if think_ms:
-        time.sleep(rng.random() * think_ms / 1000)  # clients do not start in lockstep
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Authorization": f"Api-Key {key}", "Content-Type": "application/json"}
-    for turn in range(requests):
-        messages = rolling.next_turn(turn) if history == "rolling" else _messages(rng, keys, turn)
-        request = {"messages": messages, "model": {"id": "gpt-4o"}}
-        body = json.dumps(request)
-        started = time.perf_counter()
-        try:
-            conn.request("POST", f"/api/v1/chats/{chat}/context", body=body, headers=headers)
-            response = conn.getresponse()
-            payload = response.read()
-        except OSError as exc:
-            run.errors.append(str(exc))
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            continue
-        run.latencies.append((time.perf_counter() - started) * 1000)
-        if response.status == 429:
-            run.throttled += 1
-            time.sleep(min(1.0, float(response.getheader("Retry-After") or 1)))
-            continue
-        if response.status != 200:
-            run.errors.append(f"{response.status}: {payload[:200]!r}")
-            continue
-        run.answered += 1
-        run.steps.append(_server_timing(response.getheader("Server-Timing")))
-        answer = json.loads(payload)
-        if samples is not None and check_every and turn % check_every == 0:
-            samples.append({"chat": chat, "request": request, "state": _states.get(chat, {}), "answer": answer})
-        _states[chat] = answer["timed_state"]
-        if think_ms:
-            # A person reads and types between turns; exponential pauses around the mean.
-            time.sleep(rng.expovariate(1000 / think_ms))
+class _Client:
+    """One chat's connection: one request in flight at a time, as a partner app's chat is."""
+
+    def __init__(self, *, port: int, key: str, chat: int, keys: list[str], requests: int, seed: int,
+                 think_ms: float, history: str) -> None:
+        self.port, self.chat, self.requests, self.think_ms, self.history = port, chat, requests, think_ms, history
+        self.rng = random.Random(seed)
+        self.rolling = RollingChat(self.rng, keys)
+        self.keys = keys
+        self.head = (f"POST /api/v1/chats/{chat}/context HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     f"Authorization: Api-Key {key}\r\nContent-Type: application/json\r\n").encode()
+        self.turn = 0
+        self.sock: socket.socket | None = None
+        # Clients do not start in lockstep.
+        self.due = time.perf_counter() + (self.rng.random() * think_ms / 1000 if think_ms else 0.0)
+        self.request: dict[str, Any] | None = None
+        self.out = b""
+        self.buffer = bytearray()
+        self.started = 0.0
+
+    def connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        self.sock = sock
+        return sock
+
+    def next_request(self) -> None:
+        messages = self.rolling.next_turn(self.turn) if self.history == "rolling" else _messages(self.rng, self.keys,
+                                                                                                   self.turn)
+        self.request = {"messages": messages, "model": {"id": "gpt-4o"}}
+        body = orjson.dumps(self.request)
+        self.out = self.head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+        self.buffer.clear()
+        self.started = time.perf_counter()
+
+    def response(self) -> tuple[int, dict[str, str], bytes] | None:
+        """The whole response once it has arrived (status, lower-case headers, body), else None."""
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        lines = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" not in headers:
+            raise OSError("answer without Content-Length")
+        length = int(headers["content-length"])
+        if len(self.buffer) < end + 4 + length:
+            return None
+        body = bytes(self.buffer[end + 4 : end + 4 + length])
+        return int(lines[0].split()[1]), headers, body
+
+
+def _answer_take(client: _Client, status: int, headers: dict[str, str], payload: bytes, run: Run,
+                 samples: list[dict[str, Any]] | None, check_every: int) -> float:
+    """Record one answer; the pause before the client's next turn (s)."""
+    run.latencies.append((time.perf_counter() - client.started) * 1000)
+    if status == 429:
+        run.throttled += 1
+        return min(1.0, float(headers.get("retry-after") or 1))
+    if status != 200:
+        run.errors.append(f"{status}: {payload[:200]!r}")
+        return 0.0
+    run.answered += 1
+    run.steps.append(_server_timing(headers.get("server-timing")))
+    # Every answer is read in full (a body that is not the answer's JSON is an error), and a
+    # sample is kept for the in-process check.
+    answer = orjson.loads(payload)
+    if samples is not None and check_every and client.turn % check_every == 0:
+        samples.append({"chat": client.chat, "request": client.request, "state": _states.get(client.chat, {}),
+                        "answer": answer})
+    _states[client.chat] = answer["timed_state"]
+    if client.think_ms:
+        # A person reads and types between turns; exponential pauses around the mean.
+        return client.rng.expovariate(1000 / client.think_ms)
+    return 0.0
+
+
+def _clients_loop(clients: list[_Client], run: Run, samples: list[dict[str, Any]] | None, check_every: int) -> None:
+    """Drive every client from one thread with non-blocking sockets: the generator's own CPU stays
+    small (a thread per client spent the server's CPU on the interpreter lock and http.client)."""
+    selector = selectors.DefaultSelector()
+    waiting = list(clients)  # not in flight: sent when due
+    active = len(clients)
+    while active:
+        now = time.perf_counter()
+        for client in [c for c in waiting if c.due <= now]:
+            waiting.remove(client)
+            if client.turn >= client.requests:
+                active -= 1
+                if client.sock is not None:
+                    selector.unregister(client.sock)
+                    client.sock.close()
+                continue
+            client.next_request()
+            if client.sock is None:
+                selector.register(client.connect(), selectors.EVENT_WRITE, client)
+            else:
+                selector.modify(client.sock, selectors.EVENT_WRITE, client)
+        timeout = max(0.0, min((c.due for c in waiting), default=now + 1.0) - time.perf_counter())
+        for item, events in selector.select(timeout=min(timeout, 1.0)):
+            client = item.data
+            try:
+                if events & selectors.EVENT_WRITE:
+                    sent = client.sock.send(client.out)
+                    client.out = client.out[sent:]
+                    if not client.out:
+                        selector.modify(client.sock, selectors.EVENT_READ, client)
+                    continue
+                chunk = client.sock.recv(1 << 20)
+                if not chunk:
+                    raise OSError("connection closed by the server")
+                client.buffer += chunk
+                got = client.response()
+                if got is None:
+                    continue
+                pause = _answer_take(client, *got, run, samples, check_every)
+                if got[1].get("connection", "").lower() == "close":  # a sync worker: a new connection per call
+                    selector.unregister(client.sock)
+                    client.sock.close()
+                    client.sock = None
+            except OSError as exc:
+                run.errors.append(str(exc))
+                selector.unregister(client.sock)
+                client.sock.close()
+                client.sock, pause = None, 0.0
+            client.turn += 1
+            client.due = time.perf_counter() + pause
+            waiting.append(client)
+
+
+def _proc_times(pid: int) -> tuple[float, float, int]:
+    """(own CPU s, reaped children's CPU s, parent pid) of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick, int(fields[1])
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds of a process and all its children, living or reaped (a gunicorn master, a worker)."""
+    own, reaped, _ = _proc_times(root)
+    total = own + reaped
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                child_own, _, parent = _proc_times(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == root:
+                total += child_own
+    return total
+
+
+class CpuMeter:
+    """CPU time per answered call, by process: the load generator (this process), the web server
+    (gunicorn master + workers), the Celery worker, and PostgreSQL's backends of this run's
+    database; and the whole machine (``/proc/stat``: other people's work on the cores counts there).
+
+    The steady signal on a shared machine: throughput moves with the neighbours' load, CPU per
+    call much less. The ceiling of a 2-core machine is cores / (CPU per call).
+    """
+
+    def __init__(self, *, server: int, worker: int, database_url: str) -> None:
+        self.server, self.worker, self.database_url = server, worker, database_url
+        self.before: dict[str, float] = {}
+
+    def _backends(self) -> dict[int, float]:
+        import psycopg
+
+        name = urlparse(self.database_url).path.lstrip("/")
+        with psycopg.connect(_admin_url(self.database_url), autocommit=True) as conn:
+            pids = [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [name])]
+        times = {}
+        for pid in pids:
+            try:
+                times[pid] = _proc_times(pid)[0]
+            except OSError:
+                pass
+        return times
+
+    @staticmethod
+    def _machine() -> float:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        busy = sum(int(v) for v in fields) - int(fields[3]) - int(fields[4])  # all but idle and iowait
+        return busy / os.sysconf("SC_CLK_TCK")
+
+    def _snapshot(self) -> dict[str, Any]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {"client": usage.ru_utime + usage.ru_stime, "server": _tree_cpu(self.server),
+                "worker": _tree_cpu(self.worker), "postgres": self._backends(), "machine": self._machine()}
+
+    def start(self) -> None:
+        self.before = self._snapshot()
+
+    def stop(self) -> dict[str, float]:
+        after = self._snapshot()
+        spent = {name: after[name] - self.before[name] for name in ("client", "server", "worker", "machine")}
+        # Backends that lived through the run (the web workers keep their connections).
+        # Backends that lived through the run (the web workers keep their connections), and those
+        # opened during it in full (a connection older than CONN_MAX_AGE is replaced); one that
+        # closed during the run is missed.
+        spent["postgres"] = sum(t - self.before["postgres"].get(pid, 0.0) for pid, t in after["postgres"].items())
+        return spent
+
+
+def _cpu_per_call(cpu: dict[str, float], answered: int) -> dict[str, float]:
+    if not cpu or not answered:
+        return {}
+    per_call = {f"{name}_ms": round(cpu[name] * 1000 / answered, 2) for name in ("client", "server", "postgres", "worker")}
+    ours = sum(cpu[name] for name in ("client", "server", "postgres", "worker"))
+    per_call["all_four_ms"] = round(ours * 1000 / answered, 2)
+    per_call["machine_ms"] = round(cpu["machine"] * 1000 / answered, 2)
+    # What 2 cores could answer at this CPU per call (load generator included).
+    per_call["ceiling_rps_2_cores"] = round(2 * answered / ours, 1) if ours else float("nan")
+    return per_call
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -274,7 +471,7 @@ def _step_medians(steps: list[dict[str, float]]) -> dict[str, Any]:
 def answer_differences(sample: dict[str, Any]) -> list[str]:
     """Fields where an HTTP answer differs from the same turn run in process (needs Django set up).
 
-    The request goes through the view's own parsing (``ContextIn``, ``turn_input``), the turn through
+    The request goes through the view's own parsing (``context_in``, ``turn_input``), the turn through
     ``turn_run`` from the chat's state before it, the body through ``context_body``; only the stored
     log's id (``request_log_id``) is the HTTP call's own.
     """
@@ -286,9 +483,7 @@ def answer_differences(sample: dict[str, Any]) -> list[str]:
     from lore_platform.cast.turns import turn_run
 
     chat = Chat.objects.unscoped().select_related("tenant").get(pk=sample["chat"])
-    data = serializers.ContextIn(data=sample["request"])
-    data.is_valid(raise_exception=True)
-    request = turn_input(data.validated_data)
+    request = turn_input(serializers.context_in(sample["request"]))  # as the view reads it
     profile = request.profile or chat.profile or chat.tenant.default_profile
     answer = turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
                       state=sample["state"], seed=f"chat-{chat.pk}")
@@ -412,20 +607,19 @@ def _stop(*processes: subprocess.Popen[bytes]) -> None:
 
 
 def _clients_run(args: argparse.Namespace, data: dict[str, Any], chats: list[int], *, requests: int, seed: int,
-                 think: float = 0.0, history: str = "rolling", samples: list[dict[str, Any]] | None = None
-                 ) -> tuple[Run, float]:
+                 think: float = 0.0, history: str = "rolling", samples: list[dict[str, Any]] | None = None,
+                 meter: "CpuMeter | None" = None) -> tuple[Run, float]:
     run = Run()
-    threads = [
-        threading.Thread(target=_client, args=(args.port, data["key"], chat, data["keys"], requests, seed + i, run,
-                                               samples, think, history, args.check_every))
-        for i, chat in enumerate(chats)
-    ]
+    clients = [_Client(port=args.port, key=data["key"], chat=chat, keys=data["keys"], requests=requests, seed=seed + i,
+                       think_ms=think, history=history) for i, chat in enumerate(chats)]
+    if meter is not None:
+        meter.start()
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return run, time.perf_counter() - started
+    _clients_loop(clients, run, samples, args.check_every)
+    elapsed = time.perf_counter() - started
+    if meter is not None:
+        run.cpu = meter.stop()
+    return run, elapsed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -440,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a database that must not exist yet (default: a unique name on 127.0.0.1:5432)")
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/13")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--runs", default="saturated,paced,paced_fresh",
+                        help="which runs, comma-separated (saturated, paced, paced_fresh); the targets need all three")
     parser.add_argument("--think-ms", type=float, default=500.0,
                         help="mean pause between a client's turns in the paced runs (the saturated ones have none)")
     args = parser.parse_args(argv)
@@ -470,12 +666,14 @@ def _main(args: argparse.Namespace, throttles: tuple[str, ...], setup_env: dict[
             ("classic", "paced_fresh", args.think_ms, "fresh")]
     if data["smart_chats"]:
         plan += [("smart", "saturated", 0.0, "rolling"), ("smart", "paced", args.think_ms, "rolling")]
+    plan = [step for step in plan if step[1] in args.runs.split(",")]
     samples: list[dict[str, Any]] = []
     results: dict[str, dict[str, Any]] = {}
     failed = False
     for throttle in throttles:
         env = _env(args, throttle=throttle)
         server, worker = _serve(args, env)
+        meter = CpuMeter(server=server.pid, worker=worker.pid, database_url=args.database_url)
         try:
             # Warm every worker process (each compiles the books once per version), unrecorded.
             for chats in (data["chats"], data["smart_chats"]):
@@ -484,7 +682,7 @@ def _main(args: argparse.Namespace, throttles: tuple[str, ...], setup_env: dict[
             for number, (profile, label, think, history) in enumerate(plan):
                 chats = data["chats"] if profile == "classic" else data["smart_chats"]
                 run, elapsed = _clients_run(args, data, chats, requests=args.requests, seed=100 * (number + 1),
-                                            think=think, history=history, samples=samples)
+                                            think=think, history=history, samples=samples, meter=meter)
                 line = {
                     "throttle": throttle if throttle == "off" else "production (settings' default rate)",
                     "profile": profile, "run": label, "calls": len(run.latencies), "answered": run.answered,
@@ -493,6 +691,7 @@ def _main(args: argparse.Namespace, throttles: tuple[str, ...], setup_env: dict[
                     "p50_ms": round(_percentile(run.latencies, 0.50), 1),
                     "p99_ms": round(_percentile(run.latencies, 0.99), 1),
                     "server": _step_medians(run.steps) if run.steps else {},
+                    "cpu_per_call": _cpu_per_call(run.cpu, run.answered),
                     "load_average": round(os.getloadavg()[0], 2),
                 }
                 if run.errors:
@@ -511,6 +710,9 @@ def _main(args: argparse.Namespace, throttles: tuple[str, ...], setup_env: dict[
     failed |= check.get("differ") != 0
     in_loop = _engine_share(setup_env, data["keys"], 80)
     throttle = throttles[0]  # "off" when both ran: the server's own figures
+    if f"{throttle}/classic/paced" not in results or f"{throttle}/classic/saturated" not in results:
+        print(json.dumps({"answers_checked_in_process": check, "targets": "not judged: --runs left out a run"}))
+        return 1 if failed else 0
     paced, saturated = results[f"{throttle}/classic/paced"], results[f"{throttle}/classic/saturated"]
     print(json.dumps({
         "answers_checked_in_process": check,

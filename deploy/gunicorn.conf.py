@@ -10,7 +10,10 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # 5 workers 23-25 ms).
 workers = int(os.environ.get("GUNICORN_WORKERS", 2 * multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", 1))
-worker_class = "gthread"
+# gthread keeps each keep-alive connection in the process that accepted it: under saturation on 2 cores
+# bench.context_load left ~0.6 core idle (79-83 req/s); "sync" (one request per connection, taken by
+# whichever process is free; needs a buffering proxy in front) gave 105-143 req/s in the same runs.
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 # One bad request must not hold a worker for a minute (issue 13): the request deadline is
 # REQUEST_DEADLINE seconds. The database cancels any statement that runs longer (set here, before
 # the app loads, so only web processes get it), regex keys run under a per-turn time budget

@@ -7,9 +7,15 @@ tenant's book made private again) is left out with the reason.
 """
 from __future__ import annotations
 
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db import connection
+from django.db.models import Model, Q, QuerySet
 
 from books.models import Book, Scope
 from lore_platform.cast.models import Attachment, Character, Chat, RequestLog
@@ -17,6 +23,86 @@ from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 from sharing.selectors import book_injectable_for
+
+
+class _Lru(OrderedDict[Hashable, Any]):
+    """A small per-process memo, oldest dropped first."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.lock = threading.Lock()
+
+    def get_or(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        found = self.get(key)
+        if found is None:
+            found = make()
+            with self.lock:
+                self[key] = found
+                while len(self) > self.size:
+                    self.popitem(last=False)
+        return found
+
+
+# SQL the ORM compiled for a turn's reads, by the values it was built with: compiling a query
+# costs ~3 times running it (measured: ~0.75 ms vs ~0.2 ms for the attachments join).
+_statements = _Lru(4096)
+
+
+def statement_rows(key: Hashable, build: Callable[[], QuerySet[Any]]) -> list[tuple[Any, ...]]:
+    """Rows of the queryset ``build()`` returns, as plain tuples, compiled once per ``key``.
+
+    ``key`` names every value the queryset is built from (tenant, ids): the same key always
+    compiles to the same SQL, so the statement is reused, still the tenant-scoped manager's own.
+    Values come as the database driver reads them (JSON as text).
+    """
+    sql, params = _statements.get_or(key, lambda: build().query.sql_with_params())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+@functools.cache
+def _decoders(model: type[Model], names: tuple[str, ...]) -> tuple[tuple[int, Callable[..., Any]], ...]:
+    fields = [model._meta.get_field(name) for name in names]
+    return tuple((i, f.from_db_value) for i, f in enumerate(fields) if hasattr(f, "from_db_value"))  # type: ignore[union-attr]
+
+
+def _from_row(model: type[Model], names: tuple[str, ...], row: tuple[Any, ...]) -> Any:
+    """A model instance from raw column values (JSON text decoded as the field does)."""
+    values = list(row)
+    for index, decode in _decoders(model, names):
+        values[index] = decode(values[index], None, connection)
+    return model.from_db(connection.alias, names, values)
+
+
+def _columns(model: type[Model]) -> tuple[str, ...]:
+    return tuple(f.attname for f in model._meta.concrete_fields)
+
+
+def chat_read(*, tenant: Tenant, chat_id: int) -> Chat | None:
+    """The chat row (its tenant is ``tenant``), read with a statement compiled once per chat."""
+    names = _columns(Chat)
+    rows = statement_rows(("chat", tenant.pk, chat_id),
+                          lambda: Chat.objects.for_tenant(tenant).filter(pk=chat_id).values_list(*names)[:1])
+    if not rows:
+        return None
+    chat = _from_row(Chat, names, rows[0])
+    chat.tenant = tenant
+    return chat
+
+
+def chat_state_lock(*, tenant: Tenant, chat_id: int) -> tuple[dict[str, Any], int] | None:
+    """Lock the chat row for this transaction; its (timed state, turns)."""
+    rows = statement_rows(
+        ("chat-lock", tenant.pk, chat_id),
+        lambda: Chat.objects.for_tenant(tenant).select_for_update().filter(pk=chat_id).values_list("timed_state",
+                                                                                                    "turns")[:1],
+    )
+    if not rows:
+        return None
+    state, turns = rows[0]
+    return Chat._meta.get_field("timed_state").from_db_value(state, None, connection) or {}, turns
 
 
 def chat_get(*, actor: Actor, chat_id: int) -> Chat:
@@ -116,8 +202,10 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
         return Gathering(books=gathering.books, left_out=gathering.left_out + _server_unread(chat, used))
     else:
         cast: list[Character] = []
+        if chat.kind == Chat.Kind.CHARACTER and chat.character_id is not None and profile != "smart":
+            return _character_gather(tenant, chat.character_id)
         if chat.kind == Chat.Kind.CHARACTER and chat.character_id is not None:
-            # The common turn: the character's books then the tenant-wide ones, in one query.
+            # The character's books then the tenant-wide ones, in one query.
             rows = (
                 Attachment.objects.for_tenant(tenant)
                 .filter(Q(character_id=chat.character_id) | _TENANT_WIDE)
@@ -141,6 +229,42 @@ def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
                 via="character")
     add(_attached(tenant, profile, character=None, story=None, novel=None), label=None, via="tenant")
     return _dedupe(tenant, ordered)
+
+
+_BOOK_COLUMNS = tuple(f.attname for f in Book._meta.concrete_fields)
+# Gatherings by the exact rows they were made from (every column of every book): equal rows, equal gathering.
+_gatherings = _Lru(1024)
+
+
+def _character_gather(tenant: Tenant, character_id: int) -> Gathering:
+    """The common turn's gathering (a character's books, then the tenant-wide ones), in one query
+    that builds no model instance when its rows are the ones seen last time.
+
+    The key is every column of every attached book plus the attachments' own: any change to a
+    book (version, visibility, title, ...) or to what is attached is a different key. A book of
+    another tenant attached by an unlisted link also depends on the link's current token
+    (P-1), which these rows do not show: such a gathering is never kept.
+    """
+    rows = statement_rows(
+        ("gather", tenant.pk, character_id),
+        lambda: Attachment.objects.for_tenant(tenant).filter(Q(character_id=character_id) | _TENANT_WIDE)
+        .order_by("position", "id")
+        .values_list("character_id", "link_token", *(f"book__{name}" for name in _BOOK_COLUMNS)),
+    )
+    key = (tenant.pk, character_id, tuple(rows))
+
+    def make() -> Gathering:
+        ordered = []
+        for row in [r for r in rows if r[0]] + [r for r in rows if not r[0]]:
+            book = _from_row(Book, _BOOK_COLUMNS, row[2:])
+            ordered.append(GatheredBook(book=book, label=None, via="character" if row[0] else "tenant",
+                                        link_token=row[1]))
+        return _dedupe(tenant, ordered)
+
+    if any(link and book_tenant != tenant.pk for _, link, *columns in rows
+           for book_tenant in [columns[_BOOK_COLUMNS.index("tenant_id")]]):
+        return make()
+    return _gatherings.get_or(key, make)  # type: ignore[no-any-return]
 
 
 _SERVER_READS = ("the server profile reads the server-wide collections and the persona's lineage book, "

@@ -31,7 +31,7 @@ from books.models import Book
 from books.services import entries_flag_regex_overruns
 from lore_platform.cast.living import chat_living_books
 from lore_platform.cast.models import Character, Chat, Novel, RequestLog, Story
-from lore_platform.cast.selectors import GatheredBook, Gathering, chat_books_gather
+from lore_platform.cast.selectors import GatheredBook, Gathering, chat_books_gather, chat_read, chat_state_lock
 from lore_platform.cast.usage import request_usage_sweep_soon
 from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
@@ -127,9 +127,16 @@ class TurnAnswer:
             return records
         key = "compact_records"
         if key not in self.memo:
-            self.memo[key] = tuple(
-                r for r in records if r.outcome != ev.Outcome.NOT_MATCHED or any(map(is_overrun_warning, r.warnings))
-            )
+            kept, not_matched = [], 0
+            for r in records:  # one pass for the compact log and the count (2,000 records a turn)
+                if r.outcome != ev.Outcome.NOT_MATCHED:
+                    kept.append(r)
+                    continue
+                not_matched += 1
+                if r.warnings and any(map(is_overrun_warning, r.warnings)):
+                    kept.append(r)
+            self.memo[key] = tuple(kept)
+            self.memo.setdefault("not_matched", not_matched)
         return self.memo[key]  # type: ignore[no-any-return]
 
     def log_rows(self, log: LogDetail | None = None) -> list[dict[str, Any]]:
@@ -149,17 +156,30 @@ class TurnAnswer:
         # A profile may have counted the simply not matched without listing them (compact log).
         unlisted = self.selection.not_matched_unlisted
         if "not_matched" not in self.memo:
-            self.memo["not_matched"] = sum(r.outcome == ev.Outcome.NOT_MATCHED for r in records) + unlisted
-        return LogSummary(entries=len(records) + unlisted, not_matched=self.memo["not_matched"],
+            self.request_log("compact")  # counts them while it leaves them out
+        return LogSummary(entries=len(records) + unlisted, not_matched=self.memo["not_matched"] + unlisted,
                           not_matched_listed=self.log == "full")
 
 
 # --- rows stored in request logs and answered by the API (ids are integers) ----------------
 
 
+_ids: dict[str, int] = {}
+
+
 def _id(value: str | None) -> int | str | None:
-    # Engine values name entries and books by their database id as text.
-    return int(value) if value is not None and value.isdigit() else value
+    # Engine values name entries and books by their database id as text; ~1,000 a turn, so the
+    # conversions are remembered (bounded: a process sees at most its books' entries, usually).
+    if value is None:
+        return None
+    found = _ids.get(value)
+    if found is None:
+        if not value.isdigit():
+            return value
+        if len(_ids) > 200_000:
+            _ids.clear()
+        found = _ids[value] = int(value)
+    return found
 
 
 def injection_row(injection: ev.Injection) -> dict[str, Any]:
@@ -168,7 +188,9 @@ def injection_row(injection: ev.Injection) -> dict[str, Any]:
 
 
 def log_row(record: ev.LogRecord) -> dict[str, Any]:
-    row = {**log_record_to_dict(record), "entry": _id(record.entry), "book": _id(record.book)}
+    row = log_record_to_dict(record)  # a new dict: its ids are replaced in place, keys keep their order
+    row["entry"] = _id(record.entry)
+    row["book"] = _id(record.book)
     if record.via_entry is not None:
         row["via_entry"] = _id(record.via_entry)
     return row
@@ -333,10 +355,9 @@ def _usage_of(answer: TurnAnswer) -> dict[str, list[int]]:
 def _chat_read(actor: Actor, chat_id: int) -> Chat:
     # The tenant is the actor's (the filter says so), and gathering needs only the
     # character's id: one table, no join.
-    chat = Chat.objects.for_tenant(actor.tenant).filter(pk=chat_id).first()
+    chat = chat_read(tenant=actor.tenant, chat_id=chat_id)
     if chat is None:
         raise NotFound("No such chat.", field="id")
-    chat.tenant = actor.tenant
     return chat
 
 
@@ -352,17 +373,15 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     gathering = chat_books_gather(chat, profile=profile)
     meaning = _meaning_for(profile, gathering, request.messages)  # embeds before the lock is taken
     with transaction.atomic():
-        locked = (
-            Chat.objects.for_tenant(actor.tenant).select_for_update().filter(pk=chat.pk)
-            .values("timed_state", "turns").first()
-        )
+        locked = chat_state_lock(tenant=actor.tenant, chat_id=chat.pk)
         if locked is None:
             raise NotFound("No such chat.", field="id")
+        state, turns_done = locked
         answer = turn_run(request=request, profile=profile, gathering=gathering,
-                          state=locked["timed_state"] or {}, seed=f"chat-{chat.pk}", meaning=meaning)
+                          state=state, seed=f"chat-{chat.pk}", meaning=meaning)
         answer = replace(answer, tools=answer.tools + living_world_tools(chat, gathering, request))
         Chat.objects.for_tenant(actor.tenant).filter(pk=chat.pk).update(
-            timed_state=answer.timed_state, turns=locked["turns"] + 1
+            timed_state=answer.timed_state, turns=turns_done + 1
         )
         # What explains the turn is stored as it was answered (C-15): full when asked,
         # else compact with the count of entries simply not matched.

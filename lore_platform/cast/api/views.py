@@ -195,9 +195,7 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
     @extend_schema(request=s.ContextIn, responses={200: CONTEXT_RESPONSE}, summary="The lore for this turn (P-7)")
     @action(detail=True, methods=["post"])
     def context(self, request: Request, pk: str) -> Response:
-        data = s.ContextIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        answer = turns.chat_turn(actor=self.actor, chat_id=int(pk), request=turn_input(data.validated_data))
+        answer = turns.chat_turn(actor=self.actor, chat_id=int(pk), request=turn_input(s.context_in(request.data)))
         return Response(context_body(answer))
 
     @extend_schema(request=s.PreviewIn, responses={200: CONTEXT_RESPONSE},

@@ -1,0 +1,156 @@
+"""The context call's hot path (issue 18.1): the partner app's usual body read without the
+serializer, and a chat's books kept per process by the rows they are made from. Each shortcut
+must answer exactly what the long way answers, and notice every change at once."""
+from __future__ import annotations
+
+import pytest
+
+from lore_platform.cast.api.serializers import ContextIn, context_in_fast
+from tests.books.factories import make_book, make_entry
+
+pytestmark = pytest.mark.django_db
+
+MESSAGES = [{"role": "user", "text": "We row toward the lighthouse."}, {"role": "assistant", "text": "", "name": "Kael"}]
+
+BODIES = [
+    {"messages": MESSAGES},
+    {"messages": MESSAGES, "model": {"id": "gpt-4o"}},
+    {"messages": MESSAGES, "model": {"id": "gpt-4o"}, "log": "full"},
+    {"messages": MESSAGES, "names": {"user": "Ana", "char": "Kael"}},
+    {"messages": MESSAGES, "names": {"user": "Ana"}, "log": "compact"},
+    {"messages": []},
+    # The serializer's to decide (trimmed, blank, too long, other fields, bad values):
+    {"messages": MESSAGES, "model": {"id": " gpt-4o "}},
+    {"messages": MESSAGES, "model": {"id": ""}},
+    {"messages": MESSAGES, "model": {"id": None}},
+    {"messages": MESSAGES, "model": {"id": "x" * 121}},
+    {"messages": MESSAGES, "model": {"id": "gpt-4o", "tools": True}},
+    {"messages": MESSAGES, "model": {}},
+    {"messages": MESSAGES, "model": "gpt-4o"},
+    {"messages": MESSAGES, "names": {"user": "Ana", "bot": "B"}},
+    {"messages": MESSAGES, "names": {"user": ""}},
+    {"messages": MESSAGES, "log": "verbose"},
+    {"messages": MESSAGES, "profile": "classic"},
+    {"messages": MESSAGES, "render": True},
+    {"messages": [{"role": "narrator", "text": "x"}]},
+    {"messages": [{"role": "user"}]},
+    {"messages": "hello"},
+    {"model": {"id": "gpt-4o"}},
+    [],
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_usual_body_reads_as_the_serializer_reads_it(body):
+    fast = context_in_fast(body)
+    serializer = ContextIn(data=body)
+    if fast is None:
+        return  # the serializer answers it (its errors are the API's: tests/contract)
+    assert serializer.is_valid(), serializer.errors
+    assert fast == serializer.validated_data
+
+
+def test_the_usual_body_is_read_without_the_serializer():
+    # Breaking the shortcut (always None) must fail here, not only slow the turn down.
+    assert context_in_fast(BODIES[1]) is not None
+    assert context_in_fast({"messages": MESSAGES, "model": {"id": " gpt-4o "}}) is None
+
+
+def _setup(tenant):
+    book = make_book(tenant, owner="admin", title="Coast")
+    make_entry(book, keys=["lighthouse"], content="The lighthouse never goes dark.")
+    character = tenant.admin_client.post("/api/v1/characters", {"name": "Kael"}, format="json").json()["id"]
+    attached = tenant.admin_client.post("/api/v1/attachments", {"target": "character", "target_id": character,
+                                                               "book_id": book.pk}, format="json").json()
+    chat = tenant.admin_client.post("/api/v1/chats", {"kind": "character", "character_id": character,
+                                                      "profile": "classic"}, format="json").json()["id"]
+    return book, character, attached, chat
+
+
+def _turn(tenant, chat, **extra):
+    body = {"messages": [{"role": "user", "text": "We row toward the lighthouse."}], "model": {"id": "gpt-4o"}, **extra}
+    response = tenant.admin_client.post(f"/api/v1/chats/{chat}/context", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_an_untrimmed_model_id_is_answered_as_before(tenant_a):
+    _, _, _, chat = _setup(tenant_a)
+    assert _turn(tenant_a, chat, model={"id": "  gpt-4o  "})["model"]["id"] == "gpt-4o"
+    response = tenant_a.admin_client.post(f"/api/v1/chats/{chat}/context",
+                                          {"messages": MESSAGES, "model": {"id": "x" * 121}}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["field"].startswith("model")
+
+
+def test_the_chat_books_follow_every_change_between_turns(tenant_a):
+    book, character, attached, chat = _setup(tenant_a)
+    first = _turn(tenant_a, chat)
+    assert [(b["id"], b["title"]) for b in first["books"]] == [(book.pk, "Coast")]
+    assert [i["content"] for i in first["injections"]] == ["The lighthouse never goes dark."]
+
+    # A renamed book: the next turn names it so.
+    renamed = tenant_a.admin_client.patch(f"/api/v1/books/{book.pk}", {"title": "Far Coast"}, format="json")
+    assert renamed.status_code == 200, renamed.content
+    assert [b["title"] for b in _turn(tenant_a, chat)["books"]] == ["Far Coast"]
+
+    # A new entry (a new book version): its text too.
+    added = tenant_a.admin_client.post(f"/api/v1/books/{book.pk}/entries", {
+        "title": "Keeper", "keys": ["lighthouse"], "content": "A second keeper lives there."}, format="json")
+    assert added.status_code == 201, added.content
+    assert "A second keeper lives there." in [i["content"] for i in _turn(tenant_a, chat)["injections"]]
+
+    # A second book attached tenant-wide: read after the character's.
+    other = make_book(tenant_a, owner="admin", title="Harbour")
+    make_entry(other, keys=["lighthouse"], content="Harbour lore.")
+    tenant_a.admin_client.post("/api/v1/attachments", {"target": "tenant", "book_id": other.pk}, format="json")
+    assert [(b["id"], b["via"]) for b in _turn(tenant_a, chat)["books"]] == [(book.pk, "character"), (other.pk, "tenant")]
+
+    # Detached: gone at once.
+    deleted = tenant_a.admin_client.delete(f"/api/v1/attachments/{attached['id']}")
+    assert deleted.status_code == 204, deleted.content
+    body = _turn(tenant_a, chat)
+    assert [b["id"] for b in body["books"]] == [other.pk]
+    assert [i["content"] for i in body["injections"]] == ["Harbour lore."]
+    assert added.json()["id"] not in [i["entry"] for i in body["injections"]]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_turns_of_one_chat_each_count_under_the_lock(make_tenant):
+    """The lock statement is compiled once and reused: turns of one chat still run one at a time,
+    so none is lost from the chat's counter (PostgreSQL: SQLite has no row locks)."""
+    import threading
+
+    from django.db import connections
+
+    from lore_platform.cast.models import Chat, RequestLog
+    from lore_platform.cast.turns import TurnInput, chat_turn
+    from retrieval.engine import values as ev
+    from tests.books.factories import admin_actor
+
+    tenant = make_tenant()
+    _, _, _, chat = _setup(tenant)
+    actor = admin_actor(tenant)
+    request = TurnInput(messages=(ev.Message(role="user", text="We row toward the lighthouse."),), model_id="gpt-4o")
+    errors = []
+    barrier = threading.Barrier(6)
+
+    def turn() -> None:
+        try:
+            barrier.wait()
+            for _ in range(3):
+                chat_turn(actor=actor, chat_id=chat, request=request)
+        except Exception as exc:  # noqa: BLE001 — reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=turn) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == 18
+    assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == 18
