@@ -27,8 +27,15 @@ def process_warm() -> list[str]:
     Returns the tokenizers loaded."""
     from retrieval.engine.tokenizers import BUNDLED_ENCODINGS, tokenizer_by_name
 
+    from django.conf import settings
+    from django.conf.urls.i18n import is_language_prefix_patterns_used
+
     for module in HOT_MODULES:
         importlib.import_module(module)
+    # The URLconf is imported on a process's first request (LocaleMiddleware asks whether any
+    # pattern is language-prefixed): ~0.75 s of imports (the jobs views pull in the LLM client),
+    # paid by every worker after each fork unless the master loads it here.
+    is_language_prefix_patterns_used(settings.ROOT_URLCONF)
     wanted = os.environ.get("LOREWEAVE_PRELOAD_TOKENIZERS", "all").strip()
     names = list(BUNDLED_ENCODINGS) if wanted == "all" else [n.strip() for n in wanted.split(",") if n.strip()]
     for name in names:
