@@ -154,3 +154,32 @@ def test_concurrent_turns_of_one_chat_each_count_under_the_lock(make_tenant):
     assert not errors
     assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == 18
     assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == 18
+
+
+def test_each_turn_writes_its_own_chat_and_log(make_tenant):
+    """The turn's UPDATE and INSERT are compiled once and reused: each chat of each tenant still
+    gets its own state, counter and request log, stored as the ORM would store them (C-15)."""
+    from lore_platform.cast.models import Chat, RequestLog
+
+    alpha, beta = make_tenant("Alpha"), make_tenant("Beta")
+    chats = [(alpha, _setup(alpha)[3]), (alpha, _setup(alpha)[3]), (beta, _setup(beta)[3])]
+    expected = {}
+    for rounds in (1, 2, 3):
+        for index, (tenant, chat) in enumerate(chats):
+            if index + 1 < rounds:
+                continue  # chats end at different turn counts: a write to the wrong row shows
+            body = _turn(tenant, chat, log="full" if index == 1 else "compact")
+            expected[chat] = (tenant, expected.get(chat, (None, 0))[1] + 1)
+            log = RequestLog.objects.for_tenant(tenant.tenant).get(pk=body["request_log_id"])
+            assert (log.chat_id, log.turn, log.profile, log.model_id) == (chat, body["turn"], "classic", "gpt-4o")
+            assert log.injections == body["injections"]
+            assert log.log == body["request_log"]
+            assert log.log_detail == ("full" if index == 1 else "compact")
+            assert (log.entries_considered, log.not_matched) == (body["request_log_summary"]["entries"],
+                                                                 body["request_log_summary"]["not_matched"])
+            assert log.usage == {str(tenant.tenant.pk): [i["entry"] for i in body["injections"]]}
+            assert log.usage_recorded_at is None and log.created_at is not None
+    assert {chat: turn for chat, (_, turn) in expected.items()} == {chats[0][1]: 1, chats[1][1]: 2, chats[2][1]: 3}
+    for chat, (tenant, turn) in expected.items():
+        assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == turn
+        assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == turn
