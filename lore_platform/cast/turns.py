@@ -38,7 +38,7 @@ from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine import ProfileUnavailableError, assemble
 from retrieval.engine import values as ev
-from retrieval.engine.cases import injection_to_dict, log_record_to_dict
+from retrieval.engine.cases import injection_to_dict
 from retrieval.engine.regex_budget import (
     is_overrun_warning,
     overrun_entries,
@@ -189,11 +189,20 @@ def injection_row(injection: ev.Injection) -> dict[str, Any]:
 
 
 def log_row(record: ev.LogRecord) -> dict[str, Any]:
-    row = log_record_to_dict(record)  # a new dict: its ids are replaced in place, keys keep their order
-    row["entry"] = _id(record.entry)
-    row["book"] = _id(record.book)
+    """``engine.cases.log_record_to_dict`` with integer ids, built in one go: ~300 rows a turn, where
+    the copy-then-replace way cost ~0.3 ms (tests/platform/test_context_hot_path.py keeps them equal)."""
+    ids = _ids
+    entry, book = record.entry, record.book
+    row: dict[str, Any] = {"entry": ids.get(entry) or _id(entry), "book": ids.get(book) or _id(book),
+                           "outcome": record.outcome, "detail": record.detail}
+    if record.key is not None:
+        row["key"] = record.key
+    if record.message is not None:
+        row["message"] = record.message
     if record.via_entry is not None:
         row["via_entry"] = _id(record.via_entry)
+    if record.warnings:
+        row["warnings"] = list(record.warnings)
     return row
 
 

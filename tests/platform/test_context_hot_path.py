@@ -183,3 +183,26 @@ def test_each_turn_writes_its_own_chat_and_log(make_tenant):
     for chat, (tenant, turn) in expected.items():
         assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == turn
         assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == turn
+
+
+@pytest.mark.parametrize("record", [
+    dict(entry="12", book="3", outcome="injected", detail="key matched"),
+    dict(entry="12", book="3", outcome="not_matched"),
+    dict(entry="7", book="3", outcome="injected", detail="recursion", key="tower", message=0, via_entry="12"),
+    dict(entry="x-1", book="3", outcome="skipped", key="", message=4, warnings=("unknown decorator @@x",)),
+    dict(entry="99", book="ext", outcome="budget", detail="over budget", warnings=("a", "b")),
+])
+def test_a_log_row_is_the_engine_record_with_integer_ids(record):
+    """The stored and answered log row (C-15) is the engine's own shape, ids as integers, same key order."""
+    from lore_platform.cast.turns import log_row
+    from retrieval.engine import values as ev
+    from retrieval.engine.cases import log_record_to_dict
+
+    engine = log_record_to_dict(ev.LogRecord(**record))
+    expected = {name: int(value) if name in ("entry", "book", "via_entry") and value.isdigit() else value
+                for name, value in engine.items()}
+    for _ in range(2):  # the second time the id conversions are remembered
+        row = log_row(ev.LogRecord(**record))
+        assert row == expected
+        assert list(row) == list(expected)
+        assert [type(v) for v in row.values()] == [type(v) for v in expected.values()]
