@@ -10,10 +10,14 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # 5 workers 23-25 ms).
 workers = int(os.environ.get("GUNICORN_WORKERS", 2 * multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", 1))
-# gthread keeps each keep-alive connection in the process that accepted it: under saturation on 2 cores
-# bench.context_load left ~0.6 core idle (79-83 req/s); "sync" (one request per connection, taken by
-# whichever process is free; needs a buffering proxy in front) gave 105-143 req/s in the same runs.
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
+# "sync" (the default): one request per connection, taken by whichever process is free. gthread keeps
+# each keep-alive connection in the process that accepted it, so under saturation some processes queue
+# while others idle. bench.context_load on 2 cores (issue 18.1, alternating, same code): sync 152-160
+# req/s saturated vs gthread 129-142, paced p99 33-34 vs 35-36 ms; gthread costs ~0.5 ms less CPU per
+# call (no connection per request) but leaves part of a core idle. sync needs a buffering proxy in front
+# (nginx's defaults: proxy_buffering and proxy_request_buffering on; PRODUCTION.md), so a slow client
+# holds the proxy, not a worker: set GUNICORN_WORKER_CLASS=gthread where clients reach gunicorn directly.
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
 # One bad request must not hold a worker for a minute (issue 13): the request deadline is
 # REQUEST_DEADLINE seconds. The database cancels any statement that runs longer (set here, before
 # the app loads, so only web processes get it), regex keys run under a per-turn time budget
