@@ -56,6 +56,9 @@ def test_turns_are_counted_by_the_worker_a_second_later(celery_worker_process, t
 
     queue, process = celery_worker_process
     monkeypatch.setattr(usage, "_next_sweep", 0.0)
+    from django.core.cache import cache
+
+    cache.delete(usage.SWEEP_CLAIM_KEY)  # a sweep claimed by an earlier test would be on another queue
     monkeypatch.setattr(request_usage_sweep, "apply_async",
                         functools.partial(request_usage_sweep.apply_async, queue=queue))
     chat, (bell,) = _chat_with_book(tenant_a, [{"keys": ["bell"], "content": "Tide bells ring."}])

@@ -32,6 +32,9 @@ def broker_mode(monkeypatch):
     """Celery as in production (not eager): count the sweeps a turn asks for instead of running them."""
     asked: list[int] = []
     monkeypatch.setattr(usage, "_next_sweep", 0.0)
+    from django.core.cache import cache
+
+    cache.delete(usage.SWEEP_CLAIM_KEY)
     from lore_platform.cast.tasks import request_usage_sweep
 
     monkeypatch.setattr(request_usage_sweep, "apply_async", lambda countdown: asked.append(countdown))
@@ -51,6 +54,7 @@ def test_many_turns_are_counted_by_one_sweep(tenant_a, broker_mode, django_captu
     # Three turns within a second set one sweep, a second ahead; nothing is counted on the request path.
     assert broker_mode == [usage.SWEEP_DELAY]
     usage._next_sweep = 0.0  # that sweep has started: the next turn sets another
+    _claim_expire()
     with django_capture_on_commit_callbacks(execute=True):
         _turn(tenant_a, chat, "the wreck")
     assert broker_mode == [usage.SWEEP_DELAY, usage.SWEEP_DELAY]
@@ -69,6 +73,43 @@ def test_many_turns_are_counted_by_one_sweep(tenant_a, broker_mode, django_captu
     assert request_usage_sweep() == 0
     bell.refresh_from_db()
     assert bell.usage_count == 3
+
+
+def _claim_expire():
+    from django.core.cache import cache
+
+    cache.delete(usage.SWEEP_CLAIM_KEY)
+
+
+def test_the_web_processes_set_one_sweep_between_them(broker_mode, monkeypatch):
+    """Five gunicorn processes each setting a sweep a second would make five small sweeps a second."""
+    usage.request_usage_sweep_soon()
+    assert broker_mode == [usage.SWEEP_DELAY]
+    for _ in range(4):  # other processes (their own gate not set yet), within that second
+        usage._next_sweep = 0.0
+        usage.request_usage_sweep_soon()
+    assert broker_mode == [usage.SWEEP_DELAY]
+    # Such a process waits only until the other's sweep starts, not a whole second of its own.
+    import time
+
+    assert usage._next_sweep - time.monotonic() <= usage.SWEEP_DELAY
+    usage._next_sweep = 0.0
+    _claim_expire()  # that sweep has started: the next commit, in any process, sets another
+    usage.request_usage_sweep_soon()
+    assert broker_mode == [usage.SWEEP_DELAY, usage.SWEEP_DELAY]
+
+
+def test_without_the_cache_each_process_still_sets_its_sweep(broker_mode, monkeypatch):
+    from django.core.cache import cache
+
+    def down(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(cache, "add", down)
+    for _ in range(2):
+        usage._next_sweep = 0.0
+        usage.request_usage_sweep_soon()
+    assert broker_mode == [usage.SWEEP_DELAY, usage.SWEEP_DELAY]
 
 
 def test_a_turn_that_injects_nothing_waits_for_no_sweep(tenant_a, broker_mode, django_capture_on_commit_callbacks):
