@@ -25,10 +25,10 @@ def process_warm() -> list[str]:
     """Import the hot modules and load the tokenizers named by ``LOREWEAVE_PRELOAD_TOKENIZERS``
     (comma-separated; ``all``, the default, is every bundled vocabulary; empty loads none).
     Returns the tokenizers loaded."""
-    from retrieval.engine.tokenizers import BUNDLED_ENCODINGS, tokenizer_by_name
-
     from django.conf import settings
     from django.conf.urls.i18n import is_language_prefix_patterns_used
+
+    from retrieval.engine.tokenizers import BUNDLED_ENCODINGS, tokenizer_by_name
 
     for module in HOT_MODULES:
         importlib.import_module(module)

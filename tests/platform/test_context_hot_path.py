@@ -84,7 +84,7 @@ def test_an_untrimmed_model_id_is_answered_as_before(tenant_a):
 
 
 def test_the_chat_books_follow_every_change_between_turns(tenant_a):
-    book, character, attached, chat = _setup(tenant_a)
+    book, _character, attached, chat = _setup(tenant_a)
     first = _turn(tenant_a, chat)
     assert [(b["id"], b["title"]) for b in first["books"]] == [(book.pk, "Coast")]
     assert [i["content"] for i in first["injections"]] == ["The lighthouse never goes dark."]
@@ -186,11 +186,11 @@ def test_each_turn_writes_its_own_chat_and_log(make_tenant):
 
 
 @pytest.mark.parametrize("record", [
-    dict(entry="12", book="3", outcome="injected", detail="key matched"),
-    dict(entry="12", book="3", outcome="not_matched"),
-    dict(entry="7", book="3", outcome="injected", detail="recursion", key="tower", message=0, via_entry="12"),
-    dict(entry="x-1", book="3", outcome="skipped", key="", message=4, warnings=("unknown decorator @@x",)),
-    dict(entry="99", book="ext", outcome="budget", detail="over budget", warnings=("a", "b")),
+    {"entry": "12", "book": "3", "outcome": "injected", "detail": "key matched"},
+    {"entry": "12", "book": "3", "outcome": "not_matched"},
+    {"entry": "7", "book": "3", "outcome": "injected", "detail": "recursion", "key": "tower", "message": 0, "via_entry": "12"},
+    {"entry": "x-1", "book": "3", "outcome": "skipped", "key": "", "message": 4, "warnings": ("unknown decorator @@x",)},
+    {"entry": "99", "book": "ext", "outcome": "budget", "detail": "over budget", "warnings": ("a", "b")},
 ])
 def test_a_log_row_is_the_engine_record_with_integer_ids(record):
     """The stored and answered log row (C-15) is the engine's own shape, ids as integers, same key order."""
