@@ -147,10 +147,18 @@ def test_concurrent_turns_of_one_chat_each_count_under_the_lock(make_tenant):
             connections.close_all()
 
     threads = [threading.Thread(target=turn) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        # Each turn runs its usage sweep eagerly here, and Celery marks an eager run in one process-wide
+        # flag it saves and restores per call: six threads interleaving can leave it set, and every later
+        # ``AsyncResult.get()`` in this test process then refuses ("Never call result.get() within a task").
+        from celery._state import _set_task_join_will_block
+
+        _set_task_join_will_block(False)
     assert not errors
     assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == 18
     assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == 18
