@@ -126,6 +126,9 @@ DATA_DIR = Path(os.environ.get("LOREWEAVE_DATA_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # The same backend, with a health check that reads the socket instead of sending SELECT 1.
+        DATABASES["default"]["ENGINE"] = "lore_platform.postgres"
     # Database down: fail within a second (503, ``lore_platform.faults``), not after the OS's TCP
     # timeout. Web processes (deploy/gunicorn.conf.py) also cap each statement at the request
     # deadline; migrations and workers keep no cap unless this is set.
@@ -149,7 +152,7 @@ else:
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
-DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis"))
+DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis", "lore_platform.postgres"))
 
 # Vector search: pgvector on PostgreSQL, an in-process index on SQLite.
 VECTOR_BACKEND = "pgvector" if DATABASE_IS_POSTGRES else "memory"

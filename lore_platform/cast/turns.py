@@ -125,6 +125,9 @@ class TurnAnswer:
         (one whose regex key was skipped for time stays: the reason is in its warnings)."""
         records = self.selection.request_log
         if (log or self.log) == "full":
+            if self.selection.not_matched_unlisted:
+                # The engine listed only what a compact log shows: run the turn with log "full".
+                raise ValueError("this answer's log is compact; the full log was not built")
             return records
         key = "compact_records"
         if key not in self.memo:
@@ -371,99 +374,158 @@ def _chat_read(actor: Actor, chat_id: int) -> Chat:
     return chat
 
 
-# --- the turn's two writes, as SQL the ORM compiled once --------------------------------------
+# --- the turn's writes, as SQL the ORM compiled once ------------------------------------------
 # The ORM's update() and create() spend more time building the statement than the database
 # spends running it (measured ~0.3 and ~0.5 ms a turn); the values change every turn, the
 # statement never does.
+#
+# A turn starts from the chat as it was read and lands only if no other turn of that chat landed
+# in between: the UPDATE names the turn counter it read (only a turn writes the timed state, and
+# every turn counts itself). On PostgreSQL the UPDATE and the request log's INSERT are one
+# statement (``WITH ... INSERT``: both or neither), so a turn is three round trips (chat, books,
+# write) instead of eight (with BEGIN, the row lock, COMMIT and a health check). A turn that
+# finds its chat moved on runs again under the chat's lock, as every turn used to.
 
+_TURNS_READ = 2_147_000_001  # a value no chat reaches: marks the counter's place among the parameters
 _chat_writes: dict[tuple[int, int], tuple[str, tuple[Any, ...]]] = {}
 _log_insert: dict[str, tuple[str, tuple[Any, ...]]] = {}
+_turn_writes: dict[tuple[int, int], str] = {}
 
 
-def _chat_state_write(actor: Actor, chat_id: int, state: dict[str, Any], turns: int) -> None:
-    """UPDATE the locked chat's timed state and turn counter (the tenant-scoped manager's statement)."""
+def _chat_state_update(actor: Actor, chat_id: int) -> tuple[str, tuple[Any, ...]]:
+    """``UPDATE chat SET timed_state, turns WHERE <tenant> AND id AND turns = <read>`` (the tenant-scoped
+    manager's statement) and its fixed parameters (tenant, id); the counter read comes last."""
     key = (actor.tenant.pk, chat_id)
     compiled = _chat_writes.get(key)
     if compiled is None:
-        query = Chat.objects.for_tenant(actor.tenant).filter(pk=chat_id).query.chain(UpdateQuery)
+        query = Chat.objects.for_tenant(actor.tenant).filter(pk=chat_id).filter(turns=_TURNS_READ).query.chain(UpdateQuery)
         query.add_update_values({"timed_state": {}, "turns": 0})
         sql, params = query.get_compiler(connection.alias).as_sql()
+        if params[-1] != _TURNS_READ:
+            raise RuntimeError("the chat update's parameters are not in the expected order")
         if len(_chat_writes) > 100_000:
             _chat_writes.clear()
-        compiled = _chat_writes[key] = (sql, tuple(params[2:]))  # SET values first, then the filter's
-    sql, where = compiled
-    state_field = Chat._meta.get_field("timed_state")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (state_field.get_db_prep_save(state, connection), turns, *where))
+        compiled = _chat_writes[key] = (sql, tuple(params[2:-1]))  # SET values first, then the filter's
+    return compiled
 
 
-def _request_log_insert(**values: Any) -> int:
-    """INSERT one request log as ``RequestLog.objects.create(**values)`` would; returns its id."""
-    if values.get("tenant") is None:
-        raise ValueError("RequestLog rows belong to a tenant")
-    log = RequestLog(**values)  # defaults filled as the model fills them
-    fields = RequestLog._meta.local_concrete_fields
-    fields = tuple(f for f in fields if f is not RequestLog._meta.pk)
+def _request_log_statement() -> tuple[str, tuple[Any, ...]]:
+    """``INSERT INTO request log (...) VALUES (...)`` as ``RequestLog.objects.create()`` would run it,
+    returning the id where the database can, and its fields in parameter order."""
     compiled = _log_insert.get(connection.vendor)
     if compiled is None:
+        fields = tuple(f for f in RequestLog._meta.local_concrete_fields if f is not RequestLog._meta.pk)
         query = InsertQuery(RequestLog)
-        query.insert_values(fields, [log])
+        query.insert_values(fields, [RequestLog(tenant_id=0, chat_id=0)])
         compiler = query.get_compiler(connection.alias)
         if connection.features.can_return_columns_from_insert:
             compiler.returning_fields = [RequestLog._meta.pk]
         [(sql, _)] = compiler.as_sql()
         compiled = _log_insert[connection.vendor] = (sql, fields)
-    sql, fields = compiled
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [f.get_db_prep_save(getattr(log, f.attname), connection) for f in fields])
-        if connection.features.can_return_columns_from_insert:
-            return int(cursor.fetchone()[0])
-        return int(connection.ops.last_insert_id(cursor, RequestLog._meta.db_table, RequestLog._meta.pk.column))
+    return compiled
+
+
+def _turn_write_statement(actor: Actor, chat_id: int) -> str:
+    """PostgreSQL: the chat's update and the request log's insert as one statement; the log row is
+    inserted only when the update found the chat at the counter read."""
+    key = (actor.tenant.pk, chat_id)
+    found = _turn_writes.get(key)
+    if found is None:
+        update_sql, _ = _chat_state_update(actor, chat_id)
+        insert_sql, _ = _request_log_statement()
+        head, values_marker, rest = insert_sql.partition(" VALUES (")
+        values, closing, returning = rest.rpartition(") RETURNING ")
+        if not (values_marker and closing):
+            raise RuntimeError("unexpected INSERT statement shape")
+        found = (f"WITH updated AS ({update_sql} RETURNING 1) {head} SELECT {values} FROM updated "
+                 f"RETURNING {returning}")
+        if len(_turn_writes) > 100_000:
+            _turn_writes.clear()
+        _turn_writes[key] = found
+    return found
+
+
+def _turn_store(actor: Actor, chat: Chat, answer: TurnAnswer, *, request: TurnInput, turns_read: int) -> int | None:
+    """Write the turn: the chat's new timed state and counter, and its request log (C-15: full when
+    asked, else compact with the count of entries simply not matched). The log's id, or ``None``
+    (nothing written) when another turn of this chat landed since ``turns_read`` was read."""
+    summary = answer.request_log_summary
+    usage = _usage_of(answer)
+    log = RequestLog(
+        tenant=actor.tenant,
+        chat=chat,
+        turn=answer.turn,
+        profile=answer.profile,
+        model_id=request.model_id or "",
+        injections=answer.injection_rows(),
+        world_index=[world_index_row(line) for line in answer.selection.world_index],
+        log=answer.log_rows(),
+        log_detail=answer.log,
+        entries_considered=summary.entries,
+        not_matched=summary.not_matched,
+        usage=usage,
+        # Nothing injected, nothing to count: the usage sweep never needs to read it.
+        usage_recorded_at=None if usage else timezone.now(),
+    )
+    insert_sql, fields = _request_log_statement()
+    log_values = [f.get_db_prep_save(getattr(log, f.attname), connection) for f in fields]
+    update_sql, where = _chat_state_update(actor, chat.pk)
+    state = Chat._meta.get_field("timed_state").get_db_prep_save(answer.timed_state, connection)
+    update_values = (state, turns_read + 1, *where, turns_read)
+    log_id: int | None = None
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_turn_write_statement(actor, chat.pk), (*update_values, *log_values))
+            row = cursor.fetchone()
+        log_id = None if row is None else int(row[0])
+    else:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(update_sql, update_values)
+            if cursor.rowcount == 1:
+                cursor.execute(insert_sql, log_values)
+                if connection.features.can_return_columns_from_insert:
+                    log_id = int(cursor.fetchone()[0])
+                else:
+                    log_id = int(connection.ops.last_insert_id(cursor, RequestLog._meta.db_table,
+                                                               RequestLog._meta.pk.column))
+    if log_id is not None and usage:
+        # Counted off the request path, many turns at once (cast/usage.py).
+        transaction.on_commit(request_usage_sweep_soon, robust=True)
+    return log_id
+
+
+def _turn_on(chat: Chat, gathering: Gathering, *, request: TurnInput, profile: str, state: Mapping[str, Any],
+             meaning: ChatMeaningSearch | None) -> TurnAnswer:
+    answer = turn_run(request=request, profile=profile, gathering=gathering, state=state, seed=f"chat-{chat.pk}",
+                      meaning=meaning)
+    return replace(answer, tools=answer.tools + living_world_tools(chat, gathering, request))
 
 
 def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
-    """One turn of a stored chat (P-7): gather, run under the chat's lock, persist.
+    """One turn of a stored chat (P-7): gather, run from the chat's state, persist.
 
-    The timed state, the turn counter and the request log are written in one
-    transaction; turns of one chat run one at a time.
+    The timed state, the turn counter and the request log are written together or not at all;
+    each turn of a chat starts from the state the previous one left.
     """
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
     request = _chat_channel(request, chat)
     gathering = chat_books_gather(chat, profile=profile)
-    meaning = _meaning_for(profile, gathering, request.messages)  # embeds before the lock is taken
-    with transaction.atomic():
-        locked = chat_state_lock(tenant=actor.tenant, chat_id=chat.pk)
-        if locked is None:
-            raise NotFound("No such chat.", field="id")
-        state, turns_done = locked
-        answer = turn_run(request=request, profile=profile, gathering=gathering,
-                          state=state, seed=f"chat-{chat.pk}", meaning=meaning)
-        answer = replace(answer, tools=answer.tools + living_world_tools(chat, gathering, request))
-        _chat_state_write(actor, chat.pk, answer.timed_state, turns_done + 1)
-        # What explains the turn is stored as it was answered (C-15): full when asked,
-        # else compact with the count of entries simply not matched.
-        summary = answer.request_log_summary
-        usage = _usage_of(answer)
-        log_id = _request_log_insert(
-            tenant=actor.tenant,
-            chat=chat,
-            turn=answer.turn,
-            profile=answer.profile,
-            model_id=request.model_id or "",
-            injections=answer.injection_rows(),
-            world_index=[world_index_row(line) for line in answer.selection.world_index],
-            log=answer.log_rows(),
-            log_detail=answer.log,
-            entries_considered=summary.entries,
-            not_matched=summary.not_matched,
-            usage=usage,
-            # Nothing injected, nothing to count: the usage sweep never needs to read it.
-            usage_recorded_at=None if usage else timezone.now(),
-        )
-        if usage:
-            # Counted off the request path, many turns at once (cast/usage.py).
-            transaction.on_commit(request_usage_sweep_soon, robust=True)
+    meaning = _meaning_for(profile, gathering, request.messages)  # embeds before any lock
+    answer = _turn_on(chat, gathering, request=request, profile=profile, state=chat.timed_state or {},
+                      meaning=meaning)
+    log_id = _turn_store(actor, chat, answer, request=request, turns_read=chat.turns)
+    if log_id is None:
+        # Another turn of this chat landed first: this one runs again from its state, under the lock.
+        with transaction.atomic():
+            locked = chat_state_lock(tenant=actor.tenant, chat_id=chat.pk)
+            if locked is None:
+                raise NotFound("No such chat.", field="id")
+            state, turns_done = locked
+            answer = _turn_on(chat, gathering, request=request, profile=profile, state=state, meaning=meaning)
+            log_id = _turn_store(actor, chat, answer, request=request, turns_read=turns_done)
+            if log_id is None:
+                raise RuntimeError("a locked chat's turn counter moved")
     return replace(answer, request_log_id=log_id)
 
 

@@ -44,6 +44,7 @@ from .keyword import (
     probability_detail,
     probability_passes,
     trigger_of,
+    turn_log,
 )
 from .rules import CLASSIC
 from .tokenizers import Tokenizer
@@ -66,7 +67,7 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
     state = request.state
     seed, turn = request.seed, request.turn_number
     hits = chat_hits(compiled, chat)
-    records: list[LogRecord] = list(compiled.quiet_records)
+    records: dict[int, LogRecord] = {}  # entry index -> what this turn says of it (turn_log)
 
     blocked: set[int] = set()
     for index in compiled.gated:
@@ -217,19 +218,21 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
         spent=state.spent
         | {entries[i].entry.id for i in activated if entries[i].decorators.dont_activate_after_match},
     )
+    request_log, unlisted = turn_log(compiled, records, full=request.log_full)
     return Selection(
         injections=tuple(injections),
-        request_log=tuple(records),
+        request_log=request_log,
         state=new_state,
         warnings=compiled.warnings,
         tokenizer=tokenizer.name,
         tokens_estimated=tokenizer.is_estimate,
+        not_matched_unlisted=unlisted,
     )
 
 
 def _explain_unrecursed(
     compiled: CompiledBookSet,
-    records: list[LogRecord],
+    records: dict[int, LogRecord],
     activated: dict[int, Trigger],
     rendered: dict[int, str],
     beyond_limit: list[int],
@@ -248,10 +251,10 @@ def _explain_unrecursed(
     found = compiled.matcher.find_first([rendered[i] for i, _ in sources])
     for key, text in sorted(found.items()):
         owner, primary = compiled.key_entry[key], compiled.key_primary[key]
-        if not primary or owner in activated or records[owner].outcome != Outcome.NOT_MATCHED:
+        if not primary or owner in activated or compiled.quiet_records[owner].outcome != Outcome.NOT_MATCHED:
             continue
-        if records[owner] is not compiled.quiet_records[owner]:
-            continue  # already explained by an earlier key
+        if owner in records:
+            continue  # the turn said something of it already (gated, secondary, probability, an earlier key)
         source, beyond = sources[text]
         source_entry = entries[source]
         key_text = compiled.key_text(key)

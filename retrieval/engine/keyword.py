@@ -25,6 +25,7 @@ from typing import Literal, NamedTuple
 
 from .decorators import ParsedContent, decorators_parse
 from .matching import KNOWN_TEXT_CHARS, CompileCache, KeyMatcher, KeyPattern, book_set_key
+from .regex_budget import is_overrun_warning, turn_overran
 from .rules import CLASSIC, SERVER
 from .values import Book, Entry, LogRecord, Message, Names, Outcome, Role
 
@@ -80,6 +81,10 @@ class CompiledBookSet:
     max_depth: int
     # the log record an entry gets when nothing happens to it this turn
     quiet_records: tuple[LogRecord, ...]
+    # Quiet records a compact log lists anyway (disabled, collection off), and the indices of those
+    # it only counts (simply not matched): a turn does no work for an entry nothing happened to.
+    quiet_listed: frozenset[int]
+    quiet_unlisted: frozenset[int]
     gated: tuple[int, ...]
     always: tuple[int, ...]
     keepers: tuple[int, ...]
@@ -188,6 +193,8 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
         key_primary=tuple(key_primary),
         max_depth=max_depth,
         quiet_records=tuple(quiet),
+        quiet_listed=frozenset(i for i, record in enumerate(quiet) if _compact_lists(record)),
+        quiet_unlisted=frozenset(i for i, record in enumerate(quiet) if not _compact_lists(record)),
         gated=tuple(gated),
         always=tuple(always),
         keepers=tuple(keepers),
@@ -221,6 +228,34 @@ def _quiet_record(compiled: CompiledEntry, profile: KeywordProfile) -> LogRecord
     return log_record(
         compiled, Outcome.NOT_MATCHED, f"no key found in the last {compiled.depth} message(s)"
     )
+
+
+def _compact_lists(record: LogRecord) -> bool:
+    """C-15's compact log: every record but the simply not matched (one whose regex key was
+    skipped for time stays: the reason is in its warnings)."""
+    return record.outcome != Outcome.NOT_MATCHED or any(map(is_overrun_warning, record.warnings))
+
+
+def turn_log(
+    compiled: CompiledBookSet, touched: Mapping[int, LogRecord], *, full: bool
+) -> tuple[tuple[LogRecord, ...], int]:
+    """The turn's request log in entry order, and how many simply-not-matched entries it leaves out.
+
+    ``touched`` holds the records this turn wrote (entry index -> record); every other entry keeps
+    its quiet record. The full log lists every entry; a compact one lists the touched entries and
+    the quiet records a compact log shows, and counts the rest, so a turn costs what it touched,
+    not the size of the books. A turn in which a regex key overran lists every entry: the caller
+    adds the overrun's warning to whichever record is that key's entry.
+    """
+    quiet = compiled.quiet_records
+    if full or turn_overran():
+        records = list(quiet)
+        for index, record in touched.items():
+            records[index] = record
+        return tuple(records), 0
+    listed = sorted(touched.keys() | compiled.quiet_listed)
+    unlisted = len(compiled.quiet_unlisted) - sum(1 for index in touched if index in compiled.quiet_unlisted)
+    return tuple(touched.get(index) or quiet[index] for index in listed), unlisted
 
 
 def log_record(

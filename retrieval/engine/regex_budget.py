@@ -105,6 +105,12 @@ def bounded_search(pattern: re.Pattern[str], text: str, pos: int = 0, *, key: st
     return found is not None
 
 
+def turn_overran() -> bool:
+    """Whether a regex key overran in the current turn's budget (the caller then flags entries)."""
+    budget = _current.get()
+    return budget is not None and bool(budget.overruns)
+
+
 def overrun_warning(key: str, reason: str) -> str:
     """The request-log warning of a skipped key (the editor shows the same reason)."""
     return f"{REGEX_OVERRUN_CODE}: regex key {key!r} {reason}; skipped this turn"

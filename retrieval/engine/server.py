@@ -42,6 +42,7 @@ from .keyword import (
     probability_detail,
     probability_passes,
     trigger_of,
+    turn_log,
 )
 from .rules import SERVER
 from .tokenizers import Tokenizer
@@ -92,7 +93,7 @@ def server_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer:
     chat = request.chat
     seed, turn = request.seed, request.turn_number
     hits = chat_hits(compiled, chat)
-    records: list[LogRecord] = list(compiled.quiet_records)
+    records: dict[int, LogRecord] = {}  # entry index -> what this turn says of it (turn_log)
     always_set = set(compiled.always)
 
     # Only entries with a reason to be looked at: always-on ones and owners of keys found.
@@ -186,11 +187,13 @@ def server_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer:
                 candidate, Outcome.INJECTED, detail, key=trigger.key, message=trigger.message
             )
 
+    request_log, unlisted = turn_log(compiled, records, full=request.log_full)
     return Selection(
         injections=tuple(injections),
-        request_log=tuple(records),
+        request_log=request_log,
         state=request.state,
         warnings=compiled.warnings,
         tokenizer=tokenizer.name,
         tokens_estimated=tokenizer.is_estimate,
+        not_matched_unlisted=unlisted,
     )

@@ -212,8 +212,8 @@ class TurnRequest:
     # A preview (W-10): the same selection, but SillyTavern's timers are not advanced.
     dry_run: bool = False
     # The call's ``log: full`` (C-15): list every entry, those simply not matched too. False lets a
-    # profile count those in ``Selection.not_matched_unlisted`` instead of building a record for
-    # each (smart does; the keyword profiles build every record anyway and list them).
+    # profile count those in ``Selection.not_matched_unlisted`` instead of listing them (every
+    # profile does: a turn's work follows the entries it touched, not the size of the books).
     log_full: bool = True
 
     @property

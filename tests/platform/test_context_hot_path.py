@@ -117,9 +117,9 @@ def test_the_chat_books_follow_every_change_between_turns(tenant_a):
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_turns_of_one_chat_each_count_under_the_lock(make_tenant):
-    """The lock statement is compiled once and reused: turns of one chat still run one at a time,
-    so none is lost from the chat's counter (PostgreSQL: SQLite has no row locks)."""
+def test_concurrent_turns_of_one_chat_each_count(make_tenant):
+    """Turns of one chat at once: each lands (one that finds its chat moved on runs again under the
+    chat's lock), none is lost from the counter or the request logs (PostgreSQL: real concurrency)."""
     import threading
 
     from django.db import connections
@@ -162,6 +162,38 @@ def test_concurrent_turns_of_one_chat_each_count_under_the_lock(make_tenant):
     assert not errors
     assert Chat.objects.for_tenant(tenant.tenant).get(pk=chat).turns == 18
     assert RequestLog.objects.for_tenant(tenant.tenant).filter(chat_id=chat).count() == 18
+
+
+def test_a_turn_that_finds_its_chat_moved_on_runs_again_from_the_new_state(tenant_a, monkeypatch):
+    """Another turn of the chat lands while this one runs: this one is not written over it, it runs
+    again from the state the other left (an entry spent by the other turn stays spent)."""
+    from lore_platform.cast import turns
+    from lore_platform.cast.models import Chat, RequestLog
+    from tests.books.factories import admin_actor
+
+    book, _, _, chat = _setup(tenant_a)
+    once = make_entry(book, keys=["lighthouse"], content="@@dont_activate_after_match\nThe keeper waves once.")
+    actor = admin_actor(tenant_a)
+    request = turns.TurnInput(messages=(turns.ev.Message(role="user", text="We row toward the lighthouse."),),
+                              model_id="gpt-4o")
+    real_turn_on = turns._turn_on
+    runs = []
+
+    def turn_on(*args, **kwargs):
+        runs.append(dict(kwargs["state"]))
+        if len(runs) == 1:  # the first run: another turn of this chat lands meanwhile
+            inner = turns.chat_turn(actor=actor, chat_id=chat, request=request)
+            assert once.pk in [int(i.entry) for i in inner.selection.injections]
+        return real_turn_on(*args, **kwargs)
+
+    monkeypatch.setattr(turns, "_turn_on", turn_on)
+    answer = turns.chat_turn(actor=actor, chat_id=chat, request=request)
+    assert len(runs) == 3  # this turn, the one that landed, this turn again
+    assert runs[0] == {} and str(once.pk) in runs[2].get("spent", [])
+    assert once.pk not in [int(i.entry) for i in answer.selection.injections]
+    assert Chat.objects.for_tenant(tenant_a.tenant).get(pk=chat).turns == 2
+    logs = RequestLog.objects.for_tenant(tenant_a.tenant).filter(chat_id=chat).order_by("id")
+    assert [log.pk for log in logs][-1] == answer.request_log_id and logs.count() == 2
 
 
 def test_each_turn_writes_its_own_chat_and_log(make_tenant):
