@@ -13,7 +13,8 @@ from django.views.decorators.http import require_POST
 
 from lore_platform.errors import DomainError
 from lore_platform.tenancy.services import api_key_create, api_key_revoke, tenant_create
-from lore_platform.web.forms import ApiKeyForm, SignInForm, SignUpForm, domain_error_show
+from lore_platform.web.forms import ApiKeyForm, SignInForm, SignUpForm
+from lore_platform.web.refusals import domain_error_show
 from lore_platform.web.selectors import api_keys_of
 from lore_platform.web.session import actor_required, tenant_switch
 from lore_platform.web.views.common import refusals_as_pages

@@ -36,8 +36,8 @@ from lore_platform.web.forms import (
     ImportNewForm,
     PreviewForm,
     VisibilityForm,
-    domain_error_show,
 )
+from lore_platform.web.refusals import domain_error_show
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import (
     is_htmx,

@@ -25,8 +25,8 @@ from lore_platform.web.forms import (
     CharacterForm,
     PreviewForm,
     StoryForm,
-    domain_error_show,
 )
+from lore_platform.web.refusals import domain_error_show
 from lore_platform.web.selectors import (
     attachable_books,
     characters_of,

@@ -25,9 +25,8 @@ from lore_platform.web.forms import (
     GenerateForm,
     ModelSettingsForm,
     SplitForm,
-    domain_error_show,
-    refusal_text,
 )
+from lore_platform.web.refusals import domain_error_show, refusal_text
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import is_htmx, page_of, refusals_as_pages
 

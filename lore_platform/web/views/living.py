@@ -20,7 +20,8 @@ from books.services.book_write import book_update
 from lore_platform.cast import living as cast_living
 from lore_platform.errors import DomainError, NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
-from lore_platform.web.forms import LoreWriteEditForm, domain_error_show
+from lore_platform.web.forms import LoreWriteEditForm
+from lore_platform.web.refusals import domain_error_show, refusal_text
 from lore_platform.web.selectors import (
     book_lore_write,
     book_writing_chats,
@@ -35,10 +36,6 @@ from lore_platform.web.views.common import (
 
 WRITES_PER_PAGE = 50
 ACTIONS = ("undo", "accept", "reject", "edit")
-
-
-def refusal_text(exc: DomainError) -> str:
-    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
 
 
 def living_off_text(book: Book) -> str:
