@@ -21,26 +21,11 @@ from books.models import (
     SecondaryLogic,
     Visibility,
 )
-from lore_platform.errors import DomainError
 from retrieval.engine.tokenizers import MODEL_REGISTRY
 
 PREVIEW_MAX = 2000  # W-10 / W-12: a preview message is at most 2,000 characters
 MODEL_CHOICES = [("", _("Unknown model (estimate)"))] + [(s.prefix, s.prefix) for s in MODEL_REGISTRY]
 PROFILE_CHOICES = [(p.value, p.label) for p in Profile]
-
-
-def refusal_text(exc: DomainError) -> str:
-    """A service's refusal as a person reads it: its message, with the rule ID."""
-    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
-
-
-def domain_error_show(form: forms.Form, exc: DomainError) -> None:
-    """Show a service's refusal on the form, on its field when the form has it, with the rule ID."""
-    text = refusal_text(exc)
-    # A list item's error (keys[3]) belongs to the list's field.
-    name = re.sub(r"\[\d+\]$", "", exc.field or "")
-    field = name if name in form.fields else None
-    form.add_error(field, text)
 
 
 class SignInForm(AuthenticationForm):

@@ -13,7 +13,8 @@ from django.views.decorators.http import require_POST
 
 from lore_platform.errors import DomainError
 from lore_platform.tenancy.services import api_key_create, api_key_revoke, tenant_create
-from lore_platform.web.forms import ApiKeyForm, SignInForm, SignUpForm, domain_error_show
+from lore_platform.web.forms import ApiKeyForm, SignInForm, SignUpForm
+from lore_platform.web.refusals import refusal_on_form
 from lore_platform.web.selectors import api_keys_of
 from lore_platform.web.session import actor_required, tenant_switch
 from lore_platform.web.views.common import refusals_as_pages
@@ -30,17 +31,14 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            with transaction.atomic():
-                created = tenant_create(name=data["tenant"], admin_email=data["email"], profile="smart")
-                if created.admin.has_usable_password():
-                    # An existing user keeps their password: joining a workspace never resets it.
-                    raise DomainError(_("That email has an account already: sign in first."), field="email")
-                created.admin.set_password(data["password"])
-                created.admin.save(update_fields=["password"])
-        except DomainError as exc:
-            domain_error_show(form, exc)
-        else:
+        with refusal_on_form(form) as refused, transaction.atomic():
+            created = tenant_create(name=data["tenant"], admin_email=data["email"], profile="smart")
+            if created.admin.has_usable_password():
+                # An existing user keeps their password: joining a workspace never resets it.
+                raise DomainError(_("That email has an account already: sign in first."), field="email")
+            created.admin.set_password(data["password"])
+            created.admin.save(update_fields=["password"])
+        if not refused:
             login(request, created.admin, backend="django.contrib.auth.backends.ModelBackend")
             return redirect("web-books")
     return render(request, "web/signup.html", {"form": form})
@@ -69,11 +67,9 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     issued = None
     if request.method == "POST" and form.is_valid():
         scopes = ["read", "write"] if form.cleaned_data["write"] else ["read"]
-        try:
+        with refusal_on_form(form) as refused:
             issued = api_key_create(tenant=actor.tenant, name=form.cleaned_data["name"], scopes=scopes, user=actor.user)
-        except DomainError as exc:
-            domain_error_show(form, exc)
-        else:
+        if not refused:
             form = ApiKeyForm()
     return render(request, "web/keys.html", {"form": form, "issued": issued, "keys": api_keys_of(actor)})
 

@@ -27,7 +27,7 @@ from books.services.entry_write import (
     entry_update,
 )
 from lore_platform.cast import turns
-from lore_platform.errors import DomainError, ValidationFailed
+from lore_platform.errors import ValidationFailed
 from lore_platform.web import selectors as web_selectors
 from lore_platform.web.forms import (
     BookCreateForm,
@@ -36,8 +36,8 @@ from lore_platform.web.forms import (
     ImportNewForm,
     PreviewForm,
     VisibilityForm,
-    domain_error_show,
 )
+from lore_platform.web.refusals import refusal_as_message, refusal_on_form
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import (
     is_htmx,
@@ -67,22 +67,18 @@ def my_books(request: HttpRequest) -> HttpResponse:
     receipt = None
     if request.method == "POST" and request.POST.get("action") == "create" and create.is_valid():
         data = create.cleaned_data
-        try:
+        with refusal_on_form(create) as refused:
             book = book_create(actor=actor, title=data["title"], profile=data["profile"],
                                language=data["language"], description=data["description"])
-        except DomainError as exc:
-            domain_error_show(create, exc)
-        else:
+        if not refused:
             return redirect("web-book", book_id=book.pk)
     if request.method == "POST" and request.POST.get("action") == "import" and upload.is_valid():
         data, filename = _upload(upload)
-        try:
+        with refusal_on_form(upload) as refused:
             result = imports.book_import_new(actor=actor, data=data, filename=filename,
                                              profile=upload.cleaned_data["profile"],
                                              title=upload.cleaned_data["title"] or None)
-        except DomainError as exc:
-            domain_error_show(upload, exc)
-        else:
+        if not refused:
             receipt = result.receipt
             language = upload.cleaned_data["language"]
             if result.book is not None and language and language != result.book.language:
@@ -232,13 +228,10 @@ def book_visibility(request: HttpRequest, book_id: int) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     book = access_book(actor, book_id, need="edit")
     was_living = book.living_world
-    try:
+    # P-1's floor and the like are said on the book page; only a book not mine is a page of its own.
+    with refusal_as_message(request, reraise=(404,)) as refused:
         sharing_services.book_visibility_set(actor=actor, book=book, visibility=request.POST.get("visibility", ""))
-    except DomainError as exc:
-        if exc.status == 404:
-            raise
-        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
-    else:
+    if not refused:
         messages.success(request, _("Visibility saved."))
         if was_living and not book.living_world:  # the API's notice, on the page (L-1)
             notice = living_world_off_notice(book)
@@ -262,10 +255,9 @@ def book_link_rotate(request: HttpRequest, book_id: int) -> HttpResponse:
 def book_living_world(request: HttpRequest, book_id: int) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     book = access_book(actor, book_id, need="edit")
-    try:
+    # Every refusal here (L-1: the living world is for private world books) is said on the book page.
+    with refusal_as_message(request, reraise=()):
         book_update(actor=actor, book=book, living_world=request.POST.get("living_world") == "on")
-    except DomainError as exc:
-        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule else exc.message)
     return redirect("web-book", book_id=book_id)
 
 
@@ -288,11 +280,9 @@ def entry_add(request: HttpRequest, book_id: int) -> HttpResponse:
     book = access_book(actor, book_id, need="edit")
     form = EntryForm(request.POST, book=book, is_admin=actor.is_admin)
     if form.is_valid():
-        try:
+        with refusal_on_form(form) as refused:
             entry_create(actor=actor, book=book, **form.fields_for_service())
-        except DomainError as exc:
-            domain_error_show(form, exc)
-        else:
+        if not refused:
             messages.success(request, _("Entry added."))
             return redirect("web-book", book_id=book.pk)
     context = _editor_context(request, book)
@@ -320,11 +310,9 @@ def entry_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpRespons
     if request.method == "POST":
         status = 400
         if form.is_valid():
-            try:
+            with refusal_on_form(form) as refused:
                 entry_update(actor=actor, entry=entry, **form.fields_for_service())
-            except DomainError as exc:
-                domain_error_show(form, exc)
-            else:
+            if not refused:
                 messages.success(request, _("Entry saved."))
                 return redirect(_back_to_list(request, book))
     if not can_edit:
@@ -344,12 +332,9 @@ def entry_delete_page(request: HttpRequest, book_id: int, entry_id: int) -> Http
     actor = request.actor  # type: ignore[attr-defined]
     book = access_book(actor, book_id, need="edit")
     entry = access_entry(actor, book, entry_id)
-    try:
+    with refusal_as_message(request, reraise=(404,)) as refused:
         entry_delete(actor=actor, entry=entry)
-    except DomainError as exc:
-        if exc.status == 404:
-            raise
-        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
+    if refused:
         return redirect("web-entry", book_id=book.pk, entry_id=entry.pk)
     messages.success(request, _("Entry deleted."))
     return redirect(_back_to_list(request, book))
@@ -396,7 +381,8 @@ def entries_bulk(request: HttpRequest, book_id: int) -> HttpResponse:
     book = access_book(actor, book_id, need="edit")
     ids = [int(v) for v in request.POST.getlist("entry") if v.isdigit()]
     action = request.POST.get("bulk")
-    try:
+    # Refused whole (more than 500, P-1's floor …): the list stays as it was, the reason on top of it.
+    with refusal_as_message(request) as refused:
         if action == "enable":
             result = bulk.entries_bulk_set_enabled(actor=actor, book=book, entry_ids=ids, enabled=True)
         elif action == "disable":
@@ -405,12 +391,7 @@ def entries_bulk(request: HttpRequest, book_id: int) -> HttpResponse:
             result = bulk.entries_bulk_delete(actor=actor, book=book, entry_ids=ids)
         else:
             raise ValidationFailed(_("Choose enable, disable or delete."), field="bulk")
-    except DomainError as exc:
-        if exc.status in (403, 404):
-            raise
-        # Refused whole (more than 500, P-1's floor …): the list stays as it was, the reason on top of it.
-        messages.error(request, f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message)
-    else:
+    if not refused:
         messages.success(request, _("%(n)s entries changed.") % {"n": result.changed})
     return redirect(_back_to_list(request, book))
 
@@ -453,10 +434,9 @@ def book_preview(request: HttpRequest, book_id: int) -> HttpResponse:
             data = form.cleaned_data
             request_in = turns.TurnInput(messages=(ev.Message(role="user", text=data["message"]),),
                                          profile=data["profile"] or "", model_id=data["model"] or None, log="full")
-            try:
+            with refusal_on_form(form) as refused:
                 context.update(_preview_rows(turns.book_preview(actor=actor, book=book, request=request_in)))
-            except DomainError as exc:
-                domain_error_show(form, exc)
+            if refused:
                 status = 400
         else:
             status = 400

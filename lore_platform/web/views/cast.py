@@ -18,15 +18,15 @@ from lore_platform.cast.attachments import attachment_delete, book_attach
 from lore_platform.cast.models import Character
 from lore_platform.cast.personas import persona_groups
 from lore_platform.cast.services import character_import
-from lore_platform.errors import DomainError, ValidationFailed
+from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.web.forms import (
     AttachForm,
     CharacterForm,
     PreviewForm,
     StoryForm,
-    domain_error_show,
 )
+from lore_platform.web.refusals import refusal_on_form
 from lore_platform.web.selectors import (
     attachable_books,
     characters_of,
@@ -98,11 +98,9 @@ def characters(request: HttpRequest) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     form = CharacterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusal_on_form(form) as refused:
             character_import(tenant=actor.tenant, name=form.cleaned_data["name"])
-        except DomainError as exc:
-            domain_error_show(form, exc)
-        else:
+        if not refused:
             return redirect("web-characters")
     return _owners_page(request, "character", create=form, status=400 if form.errors else 200)
 
@@ -112,12 +110,10 @@ def _stories_or_novels(request: HttpRequest, kind: str) -> HttpResponse:
     form = StoryForm(request.POST or None, characters=_characters(actor))
     if request.method == "POST" and form.is_valid():
         create = chat_services.story_create if kind == "story" else chat_services.novel_create
-        try:
+        with refusal_on_form(form) as refused:
             create(actor=actor, title=form.cleaned_data["title"],
                    cast_ids=[int(pk) for pk in form.cleaned_data["cast_ids"]])
-        except DomainError as exc:
-            domain_error_show(form, exc)
-        else:
+        if not refused:
             return redirect(KINDS[kind]["list"])
     return _owners_page(request, kind, create=form, status=400 if form.errors else 200)
 
@@ -149,16 +145,14 @@ def owner_attach(request: HttpRequest, kind: str, owner_id: int) -> HttpResponse
     if form.is_valid():
         token = form.cleaned_data["link_token"] or None
         book_id = form.cleaned_data["book_id"]
-        try:
+        with refusal_on_form(form) as refused:
             if book_id is None and token is None:
                 raise ValidationFailed(_("Choose one of your books or paste a book's link."), field="book_id")
             book_attach(actor=actor, target=kind, target_id=owner_id, book_id=book_id, link_token=token)
-        except DomainError as exc:
-            domain_error_show(form, exc)
-            status = exc.status  # as the API answers: 404 for a book not readable or a stale link
-        else:
+        if not refused:
             messages.success(request, _("Attached."))
             return redirect(KINDS[kind]["list"])
+        status = refused.status  # as the API answers: 404 for a book not readable or a stale link
     create = CharacterForm() if kind == "character" else StoryForm(characters=_characters(actor))
     return _owners_page(request, kind, create=create, bound_attach=form, bound_owner=owner_id, status=status)
 
@@ -191,10 +185,9 @@ def owner_preview(request: HttpRequest, kind: str, owner_id: int) -> HttpRespons
             data = form.cleaned_data
             request_in = turns.TurnInput(messages=(ev.Message(role="user", text=data["message"]),),
                                          profile=data["profile"] or "", model_id=data["model"] or None, log="full")
-            try:
+            with refusal_on_form(form) as refused:
                 answer = turns.stateless_turn(actor=actor, request=request_in, target={f"{kind}_id": owner.pk})
-            except DomainError as exc:
-                domain_error_show(form, exc)
+            if refused:
                 status = 400
             else:
                 context.update(_preview_rows(answer))

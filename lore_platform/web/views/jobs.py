@@ -25,9 +25,8 @@ from lore_platform.web.forms import (
     GenerateForm,
     ModelSettingsForm,
     SplitForm,
-    domain_error_show,
-    refusal_text,
 )
+from lore_platform.web.refusals import refusal_as_message, refusal_on_form, refusal_text
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import is_htmx, page_of, refusals_as_pages
 
@@ -82,13 +81,11 @@ def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dic
     if request.method == "POST":
         status = 400
         if form.is_valid():
-            try:
+            with refusal_on_form(form) as refused:
                 job = start(form.cleaned_data)
-            except DomainError as exc:
-                domain_error_show(form, exc)
-                status = exc.status if exc.status != 404 else 400
-            else:
+            if not refused:
                 return redirect("web-job", job_id=job.pk)
+            status = refused.status if refused.status != 404 else 400
     return render(request, "web/job_start.html", {
         "form": form, "kind": kind, "configured": selectors.model_config_for(actor.tenant).configured,
         "book": _target_book(actor, request.GET.get("book")),
@@ -185,13 +182,9 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
 def _job_action(request: HttpRequest, job_id: int, action: Callable[..., Job], done: str) -> HttpResponse:
     """Cancel or retry, back to the job page; a refusal there (its state, a quota) is said on it."""
     actor = request.actor  # type: ignore[attr-defined]
-    try:
+    with refusal_as_message(request) as refused:
         action(actor=actor, job=selectors.access_job(actor, job_id))
-    except DomainError as exc:
-        if exc.status in (403, 404):
-            raise
-        messages.error(request, refusal_text(exc))
-    else:
+    if not refused:
         messages.success(request, done)
     return redirect("web-job", job_id=job_id)
 
@@ -282,14 +275,12 @@ def job_model_settings(request: HttpRequest) -> HttpResponse:
                 fields["api_key"] = ""
             elif data["api_key"]:
                 fields["api_key"] = data["api_key"]
-            try:
+            with refusal_on_form(form) as refused:
                 services.model_settings_set(actor=actor, **fields)
-            except DomainError as exc:
-                domain_error_show(form, exc)
-                status = exc.status
-            else:
+            if not refused:
                 messages.success(request, _("Model settings saved."))
                 return redirect("web-job-model")
+            status = refused.status
         else:
             status = 400
     current = selectors.model_settings_describe(actor.tenant)

@@ -18,9 +18,15 @@ from books.access import access_book
 from books.models import Book, LoreWrite, Profile, Visibility
 from books.services.book_write import book_update
 from lore_platform.cast import living as cast_living
-from lore_platform.errors import DomainError, NotFound, ValidationFailed
+from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
-from lore_platform.web.forms import LoreWriteEditForm, domain_error_show
+from lore_platform.web.forms import LoreWriteEditForm
+from lore_platform.web.refusals import (
+    domain_error_show,
+    refusal_as_message,
+    refusal_caught,
+    refusal_text,
+)
 from lore_platform.web.selectors import (
     book_lore_write,
     book_writing_chats,
@@ -35,10 +41,6 @@ from lore_platform.web.views.common import (
 
 WRITES_PER_PAGE = 50
 ACTIONS = ("undo", "accept", "reject", "edit")
-
-
-def refusal_text(exc: DomainError) -> str:
-    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
 
 
 def living_off_text(book: Book) -> str:
@@ -169,7 +171,7 @@ def ai_update_act(request: HttpRequest, book_id: int, write_id: int) -> HttpResp
     if write is None:
         raise NotFound(_("No such AI update."), field="write")
     form = _edit_form(write, request.POST) if action in ("accept", "edit") else None
-    try:
+    with refusal_caught(reraise=(404,)) as refused:
         if action == "undo":
             living.lore_write_undo(actor=actor, book=book, write_id=write_id)
             messages.success(request, _("Undone."))
@@ -186,12 +188,10 @@ def ai_update_act(request: HttpRequest, book_id: int, write_id: int) -> HttpResp
             else:
                 living.lore_write_accept(actor=actor, book=book, write_id=write_id, edits=edits)
                 messages.success(request, _("Accepted and saved to the book."))
-    except DomainError as exc:
-        if exc.status == 404:
-            raise
+    if refused.error is not None:  # said on the update's row, the edits kept in its form
         if form is not None:
-            domain_error_show(form, exc)
-        return _page(request, book, bound=(write_id, form, refusal_text(exc)), status=exc.status)
+            domain_error_show(form, refused.error)
+        return _page(request, book, bound=(write_id, form, refusal_text(refused.error)), status=refused.status)
     return redirect(request.POST.get("next") or reverse("web-book-ai-updates", args=[book.pk]))
 
 
@@ -205,12 +205,10 @@ def reply_revert_page(request: HttpRequest, book_id: int) -> HttpResponse:
     chat, reply = request.POST.get("chat", ""), request.POST.get("reply", "")
     if not chat.isdigit() or not reply:
         raise ValidationFailed(_("Name the chat and the reply to revert."), field="reply")
-    try:
+    with refusal_caught(reraise=(404,)) as refused:
         reverted = cast_living.reply_revert(actor=actor, chat_id=int(chat), reply_id=reply)
-    except DomainError as exc:
-        if exc.status == 404:
-            raise
-        return _page(request, book, bound=(0, None, refusal_text(exc)), status=exc.status)
+    if refused.error is not None:  # no row of its own: said on top of the list
+        return _page(request, book, bound=(0, None, refusal_text(refused.error)), status=refused.status)
     messages.success(request, _("Reply reverted: %(n)s AI updates undone or rejected.") % {"n": len(reverted)})
     return redirect("web-book-ai-updates", book_id=book.pk)
 
@@ -223,10 +221,8 @@ def living_settings(request: HttpRequest, book_id: int) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     book = access_book(actor, book_id, need="edit")
     on = request.POST.get("living_world") == "on"
-    try:
+    with refusal_as_message(request, reraise=()) as refused:
         book_update(actor=actor, book=book, living_world=on, living_world_review=request.POST.get("review") == "on")
-    except DomainError as exc:
-        messages.error(request, refusal_text(exc))
-    else:
+    if not refused:
         messages.success(request, _("Living world settings saved."))
     return redirect("web-book-ai-updates", book_id=book.pk)

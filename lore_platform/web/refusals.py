@@ -1,0 +1,87 @@
+"""A service's refusal shown to a person: on the form's field, as a message on the next page, or
+left to ``refusals_as_pages`` to become a page of its own.
+
+The services decide and name the rule (lore_platform.errors.DomainError); the pages only say it.
+One place says how, so every page words a refusal alike, with its rule ID once:
+
+    with refusal_on_form(form) as refused:
+        book = book_create(...)
+    if not refused:
+        return redirect("web-book", book_id=book.pk)
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest
+
+from lore_platform.errors import DomainError
+
+# Missing and forbidden (P-3) are no form or message matter: `refusals_as_pages` makes them pages.
+PAGE_STATUSES = (403, 404)
+
+
+def refusal_text(exc: DomainError) -> str:
+    """A service's refusal as a person reads it: its message, with the rule ID (once)."""
+    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+
+
+def domain_error_show(form: forms.Form, exc: DomainError) -> None:
+    """Show a service's refusal on the form, on its field when the form has it, with the rule ID."""
+    text = refusal_text(exc)
+    # A list item's error (keys[3]) belongs to the list's field.
+    name = re.sub(r"\[\d+\]$", "", exc.field or "")
+    field = name if name in form.fields else None
+    form.add_error(field, text)
+
+
+@dataclass
+class Refused:
+    """What the block under a refusal helper was refused with; false while nothing was refused."""
+
+    error: DomainError | None = None
+
+    def __bool__(self) -> bool:
+        return self.error is not None
+
+    @property
+    def status(self) -> int:
+        """The refusal's HTTP status (200 while nothing was refused), for the page that shows it."""
+        return self.error.status if self.error is not None else 200
+
+
+@contextmanager
+def refusal_caught(*, reraise: Collection[int] = ()) -> Iterator[Refused]:
+    """Catch a service's refusal for the page to show its own way; the statuses in ``reraise`` go
+    on to ``refusals_as_pages``."""
+    refused = Refused()
+    try:
+        yield refused
+    except DomainError as exc:
+        if exc.status in reraise:
+            raise
+        refused.error = exc
+
+
+@contextmanager
+def refusal_on_form(form: forms.Form, *, reraise: Collection[int] = ()) -> Iterator[Refused]:
+    """A refusal of the form's input shows on the form, next to its field, and the form is shown
+    again; every status does by default (a book the form named but may not read is its field's)."""
+    with refusal_caught(reraise=reraise) as refused:
+        yield refused
+    if refused.error is not None:
+        domain_error_show(form, refused.error)
+
+
+@contextmanager
+def refusal_as_message(request: HttpRequest, *, reraise: Collection[int] = PAGE_STATUSES) -> Iterator[Refused]:
+    """A refused action shows as an error message on the page the view redirects to."""
+    with refusal_caught(reraise=reraise) as refused:
+        yield refused
+    if refused.error is not None:
+        messages.error(request, refusal_text(refused.error))
