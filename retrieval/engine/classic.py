@@ -46,6 +46,7 @@ from .keyword import (
     trigger_of,
     turn_log,
 )
+from .regex_budget import turn_overran
 from .rules import CLASSIC
 from .tokenizers import Tokenizer
 from .values import Injection, LogRecord, Outcome, Selection, TimedState, TurnRequest
@@ -143,7 +144,7 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
         recursed.update(new_keys)
         owners = sorted({compiled.key_entry[key] for key in new_keys})
         frontier = [i for i in owners if consider(i, recursed) and entries[i].book.settings.recursive]
-    _explain_unrecursed(compiled, records, activated, rendered, frontier)
+    _explain_unrecursed(compiled, records, activated, rendered, frontier, full=request.log_full)
 
     budget = max(
         (book.settings.token_budget for book in request.books if book.settings.token_budget is not None),
@@ -236,6 +237,8 @@ def _explain_unrecursed(
     activated: dict[int, Trigger],
     rendered: dict[int, str],
     beyond_limit: list[int],
+    *,
+    full: bool,
 ) -> None:
     """Say so in the log when an unmatched entry's key sits in activated lore that was not rescanned.
 
@@ -249,11 +252,15 @@ def _explain_unrecursed(
     if not sources:
         return
     found = compiled.matcher.find_first([rendered[i] for i, _ in sources])
+    # A compact log shows no not-matched entry and counts it either way: such an explanation is
+    # built only for the full log (or when a regex key overran: then every record is listed).
+    explain_not_matched = full or turn_overran()
+    explained: set[int] = set()
     for key, text in sorted(found.items()):
         owner, primary = compiled.key_entry[key], compiled.key_primary[key]
         if not primary or owner in activated or compiled.quiet_records[owner].outcome != Outcome.NOT_MATCHED:
             continue
-        if owner in records:
+        if owner in records or owner in explained:
             continue  # the turn said something of it already (gated, secondary, probability, an earlier key)
         source, beyond = sources[text]
         source_entry = entries[source]
@@ -267,6 +274,8 @@ def _explain_unrecursed(
                 key=key_text,
                 via_entry=source_entry.entry.id,
             )
+        elif not explain_not_matched:
+            explained.add(owner)
         else:
             records[owner] = log_record(
                 entries[owner],
