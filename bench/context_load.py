@@ -350,15 +350,19 @@ def _clients_loop(clients: list[_Client], run: Run, samples: list[dict[str, Any]
                 got = client.response()
                 if got is None:
                     continue
-                pause = _answer_take(client, *got, run, samples, check_every)
-                if got[1].get("connection", "").lower() == "close":  # a sync worker: a new connection per call
+                if got[1].get("connection", "").lower() == "close":
+                    # A sync worker: a new connection per call. Closed before the answer is read, as a
+                    # buffering proxy closes once it has the response: the worker waits for that close
+                    # (gunicorn drains the socket until the peer's FIN) before it takes the next call.
                     selector.unregister(client.sock)
                     client.sock.close()
                     client.sock = None
+                pause = _answer_take(client, *got, run, samples, check_every)
             except OSError as exc:
                 run.errors.append(str(exc))
-                selector.unregister(client.sock)
-                client.sock.close()
+                if client.sock is not None:
+                    selector.unregister(client.sock)
+                    client.sock.close()
                 client.sock, pause = None, 0.0
             client.turn += 1
             client.due = time.perf_counter() + pause
