@@ -353,6 +353,11 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
     ``turn`` is both. The same selection on the naive index runs after each timed turn (its window already
     embedded, so it is compared with ``select``), and its injections must match.
     """
+    from retrieval.embedders import message_cache_get
+
+    # One process times its own embedding: vectors another run left in the shared cache must
+    # not warm its turns (cold above all).
+    message_cache_get().shared = None
     from lore_platform.cast.selectors import GatheredBook, Gathering
     from lore_platform.cast.turns import TurnInput, turn_run
     from retrieval.engine import values as ev

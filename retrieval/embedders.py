@@ -83,9 +83,27 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
 _instances: dict[str, Embedder] = {}
 _instances_lock = threading.Lock()
 
+class DjangoCacheVectorStore:
+    """Message vectors in Django's default cache: Redis in production (every web process reads
+    what another embedded), process memory in the embedded default. Kept a day: a chat's window
+    moves on within minutes."""
+
+    TIMEOUT_SECONDS = 86_400
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        from django.core.cache import cache
+
+        return cache.get_many(keys)  # type: ignore[no-any-return]
+
+    def set_many(self, values: dict[str, bytes]) -> None:
+        from django.core.cache import cache
+
+        cache.set_many(values, timeout=self.TIMEOUT_SECONDS)
+
+
 # One per process, shared by every chat: a turn embeds only messages not seen in
-# earlier turns. 4,096 vectors of 512 float32 = 8 MB.
-_message_cache = MessageEmbeddingCache(max_items=4096)
+# earlier turns (by any web process, through the shared cache). 4,096 vectors of 512 float32 = 8 MB.
+_message_cache = MessageEmbeddingCache(max_items=4096, shared=DjangoCacheVectorStore())
 
 
 class UnknownEmbedder(LookupError):

@@ -306,18 +306,33 @@ class MemoryVectorIndex:
 # --- message cache --------------------------------------------------------------
 
 
+class SharedVectorStore(Protocol):
+    """Message vectors kept where every process of the deployment finds them (a port: the
+    platform's shared cache). A store that fails answers nothing and keeps nothing: the cache
+    then embeds as if it were empty, it never fails the turn."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]: ...
+
+    def set_many(self, values: dict[str, bytes]) -> None: ...
+
+
 class MessageEmbeddingCache:
     """Bounded LRU of message vectors, so a turn embeds only the messages it has not seen.
 
     Keyed by (model name, kind, sha256 of the text): a model change never serves
     another model's vector, and equal texts share one entry whoever sent them.
     Thread-safe; the embedder is called outside the lock with the misses only.
+
+    With a ``shared`` store, a vector another process embedded is read from there (one
+    round trip for a turn's misses) instead of embedded again: a chat's turns land on any
+    of the web processes, and each used to embed the window's older messages once more.
     """
 
-    def __init__(self, max_items: int = 4096) -> None:
+    def __init__(self, max_items: int = 4096, *, shared: SharedVectorStore | None = None) -> None:
         if max_items < 1:
             raise ValueError("max_items must be at least 1")
         self.max_items = max_items
+        self.shared = shared
         self.hits = 0
         self.misses = 0
         self._items: OrderedDict[tuple[str, str, str], Vector] = OrderedDict()
@@ -352,6 +367,11 @@ class MessageEmbeddingCache:
         for key, text in zip(keys, texts):
             if key not in found and key not in missing:
                 missing[key] = text
+        if missing and self.shared is not None:
+            for key, vector in self._shared_get(list(missing)).items():
+                found[key] = vector
+                del missing[key]
+            self._keep({key: found[key] for key in keys if key in found})
         with self._lock:
             self.hits += sum(1 for key in keys if key in found)
             self.misses += len(missing)
@@ -360,13 +380,44 @@ class MessageEmbeddingCache:
             vectors = embed(list(missing.values()))
             if len(vectors) != len(missing):
                 raise ValueError(f"embedder returned {len(vectors)} vectors for {len(missing)} texts")
-            with self._lock:
-                for key, vector in zip(missing, vectors):
-                    stored = as_vector(vector)
-                    stored.setflags(write=False)  # shared between turns: nobody may mutate it
-                    found[key] = stored
-                    self._items[key] = stored
-                    self._items.move_to_end(key)
-                while len(self._items) > self.max_items:
-                    self._items.popitem(last=False)
+            embedded = {key: as_vector(vector) for key, vector in zip(missing, vectors)}
+            self._keep(embedded)
+            found.update(embedded)
+            if self.shared is not None:
+                self._shared_set(embedded)
         return [found[key] for key in keys]
+
+    def _keep(self, vectors: dict[tuple[str, str, str], Vector]) -> None:
+        with self._lock:
+            for key, vector in vectors.items():
+                vector.setflags(write=False)  # shared between turns: nobody may mutate it
+                self._items[key] = vector
+                self._items.move_to_end(key)
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+
+    @staticmethod
+    def _shared_key(key: tuple[str, str, str]) -> str:
+        return "message-vector:" + ":".join(key)
+
+    def _shared_get(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], Vector]:
+        assert self.shared is not None
+        names = {self._shared_key(key): key for key in keys}
+        try:
+            stored = self.shared.get_many(list(names))
+        except Exception:  # noqa: BLE001 — a failing store is an empty one (see SharedVectorStore)
+            return {}
+        found = {}
+        for name, data in stored.items():
+            key = names.get(name)
+            if key is not None and isinstance(data, bytes) and len(data) % 4 == 0 and data:
+                found[key] = np.frombuffer(data, dtype=np.float32).copy()
+        return found
+
+    def _shared_set(self, vectors: dict[tuple[str, str, str], Vector]) -> None:
+        assert self.shared is not None
+        try:
+            self.shared.set_many({self._shared_key(key): vector.astype(np.float32).tobytes()
+                                  for key, vector in vectors.items()})
+        except Exception:  # noqa: BLE001 — not kept: another process embeds it again, nothing worse
+            return

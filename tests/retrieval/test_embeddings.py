@@ -225,6 +225,61 @@ def test_process_wide_message_cache(embedder):
     np.testing.assert_array_equal(first[0], again[0])
 
 
+class DictStore:
+    """What every web process shares (the platform's cache), as a dict."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.values: dict[str, bytes] = {}
+        self.fail = fail
+
+    def get_many(self, keys):
+        if self.fail:
+            raise ConnectionError("the shared cache is down")
+        return {k: self.values[k] for k in keys if k in self.values}
+
+    def set_many(self, values):
+        if self.fail:
+            raise ConnectionError("the shared cache is down")
+        self.values.update(values)
+
+
+def test_a_message_another_process_embedded_is_not_embedded_again(embedder):
+    """A chat's turns land on any web process: the window's older messages were embedded by
+    another one, and are read from the shared store, not embedded once more."""
+    store = DictStore()
+    one, two = MessageEmbeddingCache(shared=store), MessageEmbeddingCache(shared=store)
+    window = [f"message {i} about the lighthouse keeper" for i in range(6)]
+    first = one.embed_queries(embedder, window)
+    counting = CountingEmbedder(embedder)
+    second = two.embed_queries(counting, [*window[2:], "a new message", "and the reply"])
+    assert counting.texts == ["a new message", "and the reply"]
+    for a, b in zip(first[2:], second[:4]):
+        np.testing.assert_array_equal(a, b)
+    counting.reset()
+    two.embed_queries(counting, window[2:])  # now in this process's own cache too
+    assert counting.calls == [] and len(store.values) == 8
+
+
+def test_a_failing_shared_store_only_costs_an_embedding(embedder):
+    cache = MessageEmbeddingCache(shared=DictStore(fail=True))
+    counting = CountingEmbedder(embedder)
+    [vector] = cache.embed_queries(counting, ["the store is down"])
+    assert counting.texts == ["the store is down"] and vector.shape == (embedder.dimension,)
+
+
+@pytest.mark.django_db
+def test_the_process_cache_shares_through_the_platform_cache(embedder):
+    """The deployment's cache (Redis in production, this process's memory in the embedded
+    default) holds the vectors: a process that never saw a message reads it from there."""
+    from retrieval.embedders import DjangoCacheVectorStore
+
+    text = "a message the other web process embedded"
+    message_cache_get().embed_queries(embedder, [text])
+    elsewhere = MessageEmbeddingCache(shared=DjangoCacheVectorStore())
+    [vector] = elsewhere.embed_queries(CountingEmbedder(embedder, fail=True), [text])
+    np.testing.assert_array_equal(vector, message_cache_get().embed_queries(embedder, [text])[0])
+
+
 def test_cached_vectors_are_read_only(embedder):
     cache = MessageEmbeddingCache()
     [vector] = cache.embed_queries(embedder, ["do not mutate me"])
