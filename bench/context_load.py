@@ -608,6 +608,20 @@ def _serve(args: argparse.Namespace, env: dict[str, str]) -> tuple[subprocess.Po
     return server, worker
 
 
+def _message_vectors_forget(redis_url: str) -> None:
+    """Each pass starts as a fresh deployment: no message vectors in the shared cache (the web
+    processes share them there; the chats' texts repeat from pass to pass, seeded, and vectors
+    left by the previous pass would spare the smart turns their embedding)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for name in client.scan_iter(match="*message-vector:*", count=1000):
+            client.delete(name)
+    finally:
+        client.close()
+
+
 def _stop(*processes: subprocess.Popen[bytes]) -> None:
     for process in processes:
         process.send_signal(signal.SIGTERM)
@@ -683,6 +697,7 @@ def _main(args: argparse.Namespace, throttles: tuple[str, ...], setup_env: dict[
     failed = False
     for throttle in throttles:
         env = _env(args, throttle=throttle)
+        _message_vectors_forget(args.broker_url)
         server, worker = _serve(args, env)
         meter = CpuMeter(server=server.pid, worker=worker.pid, database_url=args.database_url)
         try:
