@@ -389,7 +389,7 @@ def _chat_read(actor: Actor, chat_id: int) -> Chat:
 _TURNS_READ = 2_147_000_001  # a value no chat reaches: marks the counter's place among the parameters
 _chat_writes: dict[tuple[int, int], tuple[str, tuple[Any, ...]]] = {}
 _log_insert: dict[str, tuple[str, tuple[Any, ...]]] = {}
-_turn_writes: dict[tuple[int, int], str] = {}
+_turn_writes: dict[tuple[str, str], str] = {}
 
 
 def _chat_state_update(actor: Actor, chat_id: int) -> tuple[str, tuple[Any, ...]]:
@@ -425,23 +425,18 @@ def _request_log_statement() -> tuple[str, tuple[Any, ...]]:
     return compiled
 
 
-def _turn_write_statement(actor: Actor, chat_id: int) -> str:
+def _turn_write_statement(update_sql: str, insert_sql: str) -> str:
     """PostgreSQL: the chat's update and the request log's insert as one statement; the log row is
-    inserted only when the update found the chat at the counter read."""
-    key = (actor.tenant.pk, chat_id)
-    found = _turn_writes.get(key)
+    inserted only when the update found the chat at the counter read. The same text for every chat."""
+    found = _turn_writes.get((update_sql, insert_sql))
     if found is None:
-        update_sql, _ = _chat_state_update(actor, chat_id)
-        insert_sql, _ = _request_log_statement()
         head, values_marker, rest = insert_sql.partition(" VALUES (")
         values, closing, returning = rest.rpartition(") RETURNING ")
         if not (values_marker and closing):
             raise RuntimeError("unexpected INSERT statement shape")
-        found = (f"WITH updated AS ({update_sql} RETURNING 1) {head} SELECT {values} FROM updated "
-                 f"RETURNING {returning}")
-        if len(_turn_writes) > 100_000:
-            _turn_writes.clear()
-        _turn_writes[key] = found
+        found = _turn_writes[(update_sql, insert_sql)] = (
+            f"WITH updated AS ({update_sql} RETURNING 1) {head} SELECT {values} FROM updated RETURNING {returning}"
+        )
     return found
 
 
@@ -475,7 +470,7 @@ def _turn_store(actor: Actor, chat: Chat, answer: TurnAnswer, *, request: TurnIn
     log_id: int | None = None
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(_turn_write_statement(actor, chat.pk), (*update_values, *log_values))
+            cursor.execute(_turn_write_statement(update_sql, insert_sql), (*update_values, *log_values))
             row = cursor.fetchone()
         log_id = None if row is None else int(row[0])
     else:

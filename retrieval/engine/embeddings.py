@@ -368,10 +368,11 @@ class MessageEmbeddingCache:
             if key not in found and key not in missing:
                 missing[key] = text
         if missing and self.shared is not None:
-            for key, vector in self._shared_get(list(missing)).items():
-                found[key] = vector
+            fetched = self._shared_get(list(missing))
+            for key in fetched:
                 del missing[key]
-            self._keep({key: found[key] for key in keys if key in found})
+            found.update(fetched)
+            self._keep(fetched)
         with self._lock:
             self.hits += sum(1 for key in keys if key in found)
             self.misses += len(missing)
