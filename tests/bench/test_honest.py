@@ -72,3 +72,43 @@ def test_context_load_finds_an_http_answer_that_differs_from_the_turn_in_process
     assert answer_differences(altered) == ["injections"]
     stale = {**samples[1], "state": {}}  # the turn run from the wrong state answers differently
     assert "injections" in answer_differences(stale)
+
+
+def test_context_load_run_ends_with_its_last_answer() -> None:
+    """The saturated figure is answers / elapsed: a run must end when its last answer arrives, not wait
+    out a select timeout with nothing in flight (that second cut every saturated figure by a fifth)."""
+    import http.server
+    import threading
+    import time
+
+    from bench.context_load import Run, _Client, _clients_loop
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'{"timed_state": {}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        clients = [_Client(port=server.server_address[1], key="k", chat=n, keys=["amber"], requests=3, seed=n,
+                           think_ms=0.0, history="rolling") for n in range(2)]
+        run = Run()
+        started = time.perf_counter()
+        _clients_loop(clients, run, None, 0)
+        elapsed = time.perf_counter() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run.answered == 6 and not run.errors
+    assert elapsed < 0.5
