@@ -5,11 +5,24 @@ a management command or the CLI raises the same error a view would show.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
+class Term(str):
+    """A product word inside a refusal's values ("The book title", "entries"): English in the API,
+    said in the reader's language on pages. Plain values (a book's title, a number) stay as given."""
+
+    __slots__ = ()
+
+
 class DomainError(Exception):
-    """A refused operation: names the field and the product rule it broke."""
+    """A refused operation: names the field and the product rule it broke.
+
+    ``message`` is English, the API's words. With ``values`` it is a template filled in with them
+    (``"{what} is {length:,} characters"``): the API says the filled-in English, a page fills in its
+    translation of the template (``lore_platform.web.refusals``), so the words need not be parsed back.
+    """
 
     status = 400
     code = "invalid"
@@ -22,7 +35,12 @@ class DomainError(Exception):
         rule: str | None = None,
         code: str | None = None,
         details: dict[str, Any] | None = None,
+        values: Mapping[str, Any] | None = None,
     ) -> None:
+        self.template = message
+        self.values: dict[str, Any] = dict(values) if values else {}
+        if self.values:
+            message = message.format(**self.values)
         super().__init__(message)
         self.message = message
         self.field = field

@@ -19,16 +19,33 @@ from dataclasses import dataclass
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
+from django.utils.translation import gettext
 
-from lore_platform.errors import DomainError
+from lore_platform.errors import DomainError, Term
 
 # Missing and forbidden (P-3) are no form or message matter: `refusals_as_pages` makes them pages.
 PAGE_STATUSES = (403, 404)
 
 
+def refusal_said(exc: DomainError) -> str:
+    """A service's refusal in the page's language: the catalogue's translation of its message (of
+    its template, filled in with its values, ``Term`` values translated too); English where the
+    catalogue has none or a translation does not fit the values."""
+    translated = gettext(exc.template)
+    if not exc.values:
+        return translated
+    values = {name: gettext(value) if isinstance(value, Term) else value for name, value in exc.values.items()}
+    try:
+        return translated.format(**values)
+    except (KeyError, IndexError, ValueError):
+        return exc.message
+
+
 def refusal_text(exc: DomainError) -> str:
-    """A service's refusal as a person reads it: its message, with the rule ID (once)."""
-    return f"{exc.message} ({exc.rule})" if exc.rule and exc.rule not in exc.message else exc.message
+    """A service's refusal as a person reads it: its message in the page's language, with the rule
+    ID (once)."""
+    said = refusal_said(exc)
+    return f"{said} ({exc.rule})" if exc.rule and exc.rule not in said else said
 
 
 def domain_error_show(form: forms.Form, exc: DomainError) -> None:

@@ -1,0 +1,172 @@
+"""A service's refusal on a page speaks the page's language; the API keeps English.
+
+The services raise ``DomainError``s with English messages (the API's words); a message with values is a
+template (``values=``) so a page can fill in its translation (``lore_platform.web.refusals``). The
+catalogue checks below read every refusal a page can show, in the sources that pages call, and fail on
+one the Spanish catalogue does not translate, on a translation whose placeholders differ from the
+English (it could not be filled in), and on an f-string message (a page could not translate it).
+"""
+from __future__ import annotations
+
+import ast
+import gettext
+import string
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.utils import translation
+
+from lore_platform.errors import DomainError, Term, ValidationFailed
+from lore_platform.web.refusals import refusal_said, refusal_text
+
+REPO = Path(__file__).resolve().parents[2]
+PO = REPO / "lore_platform/web/locale/es/LC_MESSAGES/django.po"
+
+# The code whose refusals reach a page: the services and selectors the page views call. Left out:
+# the API layer (English by contract), command-line tools, migrations, the language-model client
+# (its failures are stored on the job in English and shown under a translated hint).
+PAGE_SOURCES = ("books", "sharing", "lore_platform/cast", "lore_platform/jobs", "lore_platform/tenancy/services.py",
+                "lore_platform/web")
+NOT_PAGE_SOURCES = ("/api/", "/migrations/", "/management/", "books/formats/cli.py", "lore_platform/jobs/llm.py")
+
+
+def page_source_files() -> list[Path]:
+    files: list[Path] = []
+    for source in PAGE_SOURCES:
+        path = REPO / source
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return [f for f in files if not any(part in f.as_posix() for part in NOT_PAGE_SOURCES)]
+
+
+@cache
+def refusal_class_names() -> frozenset[str]:
+    """DomainError and every subclass the sources define (read, not imported: names are enough)."""
+    names = {"DomainError"}
+    trees = [ast.parse((REPO / "lore_platform/errors.py").read_text())]
+    trees += [ast.parse(f.read_text()) for f in page_source_files()]
+    grew = True
+    while grew:
+        grew = False
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and node.name not in names:
+                    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                    if bases & names:
+                        names.add(node.name)
+                        grew = True
+    return frozenset(names)
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def refusals_in_sources() -> list[tuple[str, ast.Call]]:
+    """(file:line, call) of every refusal constructed in the page sources, and every ``Term``."""
+    found = []
+    names = refusal_class_names() | {"Term"}
+    for path in page_source_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and _called_name(node) in names and node.args:
+                found.append((f"{path.relative_to(REPO)}:{node.lineno}", node))
+    return found
+
+
+@cache
+def spanish_catalogue(tmp: str = "/tmp") -> dict[str, str]:
+    """The Spanish catalogue as msgfmt compiles it (fuzzy entries left out, as in production)."""
+    mo = Path(tmp) / f"loreweave-refusals-{PO.stat().st_mtime_ns}.mo"
+    subprocess.run(["msgfmt", "--check", "-o", str(mo), str(PO)], check=True, capture_output=True)
+    with mo.open("rb") as handle:
+        catalogue = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+    return {k: v for k, v in catalogue.items() if isinstance(k, str) and k}
+
+
+def placeholders(template: str) -> list[tuple[str, str]]:
+    return sorted((name, spec or "") for _, name, spec, _ in string.Formatter().parse(template) if name is not None)
+
+
+def test_no_page_refusal_is_an_f_string() -> None:
+    f_strings = [where for where, call in refusals_in_sources() if isinstance(call.args[0], ast.JoinedStr)]
+    assert f_strings == [], "pass a template and values= instead, so a page can translate it"
+
+
+def test_every_page_refusal_has_a_spanish_translation() -> None:
+    catalogue = spanish_catalogue()
+    missing = sorted({
+        f"{where}: {call.args[0].value!r}" for where, call in refusals_in_sources()
+        if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+        and not catalogue.get(call.args[0].value)
+    })
+    assert missing == []
+
+
+def test_every_translated_template_takes_the_same_values() -> None:
+    catalogue = spanish_catalogue()
+    differ = []
+    for where, call in refusals_in_sources():
+        template = call.args[0]
+        if isinstance(template, ast.Constant) and isinstance(template.value, str) and template.value in catalogue:
+            with_values = any(k.arg == "values" for k in call.keywords)
+            english = placeholders(template.value) if with_values else []
+            if placeholders(catalogue[template.value]) != english:
+                differ.append(f"{where}: {template.value!r} -> {catalogue[template.value]!r}")
+    assert differ == []
+
+
+def test_a_refusal_with_values_is_filled_in_in_either_language() -> None:
+    refusal = ValidationFailed("{what} is {length:,} characters; it needs at least {minimum:,} ({rule}).",
+                               values={"what": Term("The book title"), "length": 1200, "minimum": 1, "rule": "W-12"},
+                               field="title", rule="W-12")
+    assert refusal.message == "The book title is 1,200 characters; it needs at least 1 (W-12)."
+    assert refusal.as_dict()["message"] == refusal.message  # the API's English
+    with translation.override("en"):
+        assert refusal_text(refusal) == refusal.message
+
+
+def test_a_translation_that_does_not_fit_its_values_falls_back_to_english(monkeypatch) -> None:
+    refusal = DomainError("Only {count} left.", values={"count": 3})
+    monkeypatch.setattr("lore_platform.web.refusals.gettext", lambda text: "Solo quedan {cuantos}.")
+    assert refusal_said(refusal) == "Only 3 left."
+    monkeypatch.setattr("lore_platform.web.refusals.gettext", lambda text: "Solo quedan {count}.")
+    assert refusal_said(refusal) == "Solo quedan 3."
+
+
+@pytest.mark.django_db
+def test_a_spanish_page_says_the_refusal_in_spanish_and_the_api_in_english(tenant_a) -> None:
+    from sharing.services import book_visibility_set
+    from tests.books.factories import fill, make_book, member_actor
+    from tests.web.support import signed_in
+    from tests.web.test_editor_pages import entries_of, html
+
+    book = make_book(tenant_a, title="Shared", profile="smart")
+    fill(book, 10)
+    book_visibility_set(actor=member_actor(tenant_a), book=book, visibility="public")
+    first = entries_of(book)[0]
+    owner = signed_in(tenant_a.member)
+    refused = owner.post(f"/books/{book.pk}/entries/bulk", {"bulk": "delete", "entry": [first.pk]}, follow=True,
+                         HTTP_ACCEPT_LANGUAGE="es")
+    page = html(refused)
+    assert len(entries_of(book)) == 10  # nothing deleted
+    with translation.override("es"):
+        spanish = refusal_text(_public_floor_refusal(book))
+    assert spanish in page and "P-1" in page
+    assert "A public book keeps" not in page
+    api = Client(HTTP_AUTHORIZATION=f"Api-Key {tenant_a.member_key}", HTTP_ACCEPT_LANGUAGE="es")
+    answer = api.delete(f"/api/v1/books/{book.pk}/entries/{first.pk}")
+    assert answer.status_code == 422 and answer.json()["rule"] == "P-1"
+    assert answer.json()["message"].startswith("A public book keeps")
+
+
+def _public_floor_refusal(book) -> DomainError:
+    from books import limits
+
+    try:
+        limits.public_floor_check(book, remaining=9, field="entry")
+    except DomainError as exc:
+        return exc
+    raise AssertionError("a public book of 10 entries let one go")
