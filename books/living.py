@@ -25,6 +25,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from books import limits
 from books.access import access_book, book_can_read
@@ -127,8 +128,9 @@ def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
 
 
 # The notice's text is a msgid as well: the pages show it translated (lore_platform/web/locale).
-LIVING_WORLD_OFF = ("The living world is now off: it works only on private books, and this book is %(visibility)s. "
-                    "The model no longer writes into it; turning it back on needs the book private again.")
+LIVING_WORLD_OFF = gettext_noop("The living world is now off: it works only on private books, and this book is "
+                                "%(visibility)s. The model no longer writes into it; turning it back on needs the "
+                                "book private again.")
 
 
 def living_world_off_notice(book: Book, *, translate: Callable[[str], str] = str,

@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 # ENTRY_LORE_FIELDS is re-exported here for the modules that read it with the models.
 from books.fields import ENTRY_LORE_FIELDS, entry_model_default  # noqa: F401
@@ -255,15 +256,16 @@ class LoreWrite(models.Model):
     to a held write until it is accepted.
     """
 
+    # Labels are msgids too (gettext_noop: the same text): the pages show them translated.
     class Kind(models.TextChoices):
-        CREATE = "create", "New entry"
-        APPEND = "append", "Appended to an entry"
+        CREATE = "create", gettext_noop("New entry")
+        APPEND = "append", gettext_noop("Appended to an entry")
 
     class State(models.TextChoices):
-        APPLIED = "applied", "Applied"
-        HELD = "held", "Held for review"
-        REJECTED = "rejected", "Rejected"
-        UNDONE = "undone", "Undone"
+        APPLIED = "applied", gettext_noop("Applied")
+        HELD = "held", gettext_noop("Held for review")
+        REJECTED = "rejected", gettext_noop("Rejected")
+        UNDONE = "undone", gettext_noop("Undone")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="lore_writes")
     book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="lore_writes")

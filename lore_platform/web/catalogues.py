@@ -6,13 +6,25 @@ messages): its pages would show English. deploy/Dockerfile runs it on the instal
 """
 from __future__ import annotations
 
+import ast
 import gettext
 import os
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 LOCALE = Path(__file__).resolve().parent / "locale"
+# The source tree the package was built from (a checkout, or an installed package's parent).
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+# The code whose refusals (lore_platform.errors.DomainError) reach a page: the services and selectors the
+# page views call, whose English messages the Spanish catalogue translates for the pages
+# (web.refusals). Left out: the API layer (English by contract), command-line tools, migrations, the
+# language-model client (its failures are stored on the job in English and shown under a translated hint).
+PAGE_SOURCES = ("books", "sharing", "lore_platform/cast", "lore_platform/jobs", "lore_platform/tenancy/services.py",
+                "lore_platform/web")
+NOT_PAGE_SOURCES = ("/api/", "/migrations/", "/management/", "books/formats/cli.py", "lore_platform/jobs/llm.py")
 # A translated one-line message: its msgid and a non-empty msgstr (or msgstr[0]).
 _ENTRY = re.compile(r'^msgid "(.+)"\n(?:msgid_plural "[^\n]*"\n)?msgstr(?:\[0\])? "(.+)"$', re.MULTILINE)
 
@@ -57,6 +69,34 @@ def catalogue_problems(locale: Path = LOCALE) -> list[str]:
             problems.append(f"{code}: {mo} lacks {len(absent)} of {len(wanted)} messages, e.g. {absent[0]!r} "
                             "(stale: run scripts/compile-messages.sh --force)")
     return problems
+
+
+def page_source_files(root: Path = SOURCE_ROOT) -> list[Path]:
+    """The Python files of ``PAGE_SOURCES`` under ``root``."""
+    files: list[Path] = []
+    for source in PAGE_SOURCES:
+        path = root / source
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return [f for f in files if not any(part in f.relative_to(root).as_posix() for part in NOT_PAGE_SOURCES)]
+
+
+@cache
+def refusal_class_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
+    """``DomainError`` and every subclass the sources define, read from the source (names are what
+    the catalogue tools need: xgettext's keywords, the refusal checks)."""
+    names = {"DomainError"}
+    trees = [ast.parse(f.read_text(encoding="utf-8")) for f in [root / "lore_platform/errors.py", *page_source_files(root)]]
+    grew = True
+    while grew:
+        grew = False
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and node.name not in names:
+                    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                    if bases & names:
+                        names.add(node.name)
+                        grew = True
+    return frozenset(names)
 
 
 def main() -> int:

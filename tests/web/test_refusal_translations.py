@@ -20,44 +20,11 @@ from django.test import Client
 from django.utils import translation
 
 from lore_platform.errors import DomainError, Term, ValidationFailed
+from lore_platform.web.catalogues import page_source_files, refusal_class_names
 from lore_platform.web.refusals import refusal_said, refusal_text
 
 REPO = Path(__file__).resolve().parents[2]
 PO = REPO / "lore_platform/web/locale/es/LC_MESSAGES/django.po"
-
-# The code whose refusals reach a page: the services and selectors the page views call. Left out:
-# the API layer (English by contract), command-line tools, migrations, the language-model client
-# (its failures are stored on the job in English and shown under a translated hint).
-PAGE_SOURCES = ("books", "sharing", "lore_platform/cast", "lore_platform/jobs", "lore_platform/tenancy/services.py",
-                "lore_platform/web")
-NOT_PAGE_SOURCES = ("/api/", "/migrations/", "/management/", "books/formats/cli.py", "lore_platform/jobs/llm.py")
-
-
-def page_source_files() -> list[Path]:
-    files: list[Path] = []
-    for source in PAGE_SOURCES:
-        path = REPO / source
-        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
-    return [f for f in files if not any(part in f.as_posix() for part in NOT_PAGE_SOURCES)]
-
-
-@cache
-def refusal_class_names() -> frozenset[str]:
-    """DomainError and every subclass the sources define (read, not imported: names are enough)."""
-    names = {"DomainError"}
-    trees = [ast.parse((REPO / "lore_platform/errors.py").read_text())]
-    trees += [ast.parse(f.read_text()) for f in page_source_files()]
-    grew = True
-    while grew:
-        grew = False
-        for tree in trees:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ClassDef) and node.name not in names:
-                    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
-                    if bases & names:
-                        names.add(node.name)
-                        grew = True
-    return frozenset(names)
 
 
 def _called_name(call: ast.Call) -> str:
@@ -76,14 +43,18 @@ def refusals_in_sources() -> list[tuple[str, ast.Call]]:
     return found
 
 
-@cache
-def spanish_catalogue(tmp: str = "/tmp") -> dict[str, str]:
-    """The Spanish catalogue as msgfmt compiles it (fuzzy entries left out, as in production)."""
-    mo = Path(tmp) / f"loreweave-refusals-{PO.stat().st_mtime_ns}.mo"
-    subprocess.run(["msgfmt", "--check", "-o", str(mo), str(PO)], check=True, capture_output=True)
-    with mo.open("rb") as handle:
-        catalogue = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+def compiled(po: Path) -> dict[str, str]:
+    """A catalogue as msgfmt compiles it (fuzzy entries left out, as in production)."""
+    done = subprocess.run(["msgfmt", "--check", "-o", "-", str(po)], check=True, capture_output=True)
+    import io
+
+    catalogue = gettext.GNUTranslations(io.BytesIO(done.stdout))._catalog  # type: ignore[attr-defined]
     return {k: v for k, v in catalogue.items() if isinstance(k, str) and k}
+
+
+@cache
+def spanish_catalogue() -> dict[str, str]:
+    return compiled(PO)
 
 
 def placeholders(template: str) -> list[tuple[str, str]]:
@@ -170,3 +141,39 @@ def _public_floor_refusal(book) -> DomainError:
     except DomainError as exc:
         return exc
     raise AssertionError("a public book of 10 entries let one go")
+
+
+def test_refreshing_the_catalogue_keeps_every_translation_and_finds_every_refusal(tmp_path) -> None:
+    """`makemessages` (this project's) from the root, on a copy of the source: nothing translated
+    turns obsolete (Django's own command, run in lore_platform/web, would drop every service refusal),
+    and every refusal of the page sources is a msgid of the refreshed catalogue."""
+    import shutil
+    import sys
+
+
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "var", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "*.mo"))
+    po = source / PO.relative_to(REPO)
+    refreshed = subprocess.run([sys.executable, "manage.py", "makemessages", "-l", "es", "--no-location", "--no-wrap"],
+                               cwd=source, capture_output=True, text=True, timeout=120, check=False)
+    assert refreshed.returncode == 0, refreshed.stderr[-2000:]
+    lost = sorted(set(spanish_catalogue()) - set(compiled(po)))
+    assert lost == [], "translations the refresh made obsolete: mark their msgids (gettext_noop) where defined"
+    extracted = set(_msgids(po))
+    refusals = {call.args[0].value for _, call in refusals_in_sources()
+                if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)}
+    assert sorted(refusals - extracted) == []
+
+
+def _msgids(po: Path) -> list[str]:
+    """Every live msgid of a catalogue, translated or not (msgfmt keeps only translated ones)."""
+    import re
+
+    found = []
+    for block in po.read_text(encoding="utf-8").split("\n\n"):
+        match = re.search(r'^msgid ((?:"(?:[^"\\]|\\.)*"\n?)+)', block, re.MULTILINE)
+        if match:
+            parts = re.findall(r'"((?:[^"\\]|\\.)*)"', match.group(1))
+            found.append(ast.literal_eval('"' + "".join(parts) + '"'))
+    return found
