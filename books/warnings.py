@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from books.decorators import DecoratorReport, decorators_read
 from books.models import Book, Entry, Profile
@@ -44,8 +45,18 @@ _SEPARATOR = re.compile(r"^[ \t]*(?:-{3,}|\*{3,}|={3,})[ \t]*$", re.MULTILINE)
 @dataclass(frozen=True, kw_only=True)
 class EntryWarning:
     code: str
-    message: str
+    message: str  # English, the API's words
     rule: str
+    # The message's template and values: pages fill in its translation (lore_platform.web.refusals).
+    template: str = ""
+    values: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def entry_warning(template: str, *, code: str, rule: str, values: dict[str, Any] | None = None) -> EntryWarning:
+    """A warning whose English message is ``template`` filled in with ``values``."""
+    values = values or {}
+    return EntryWarning(code=code, rule=rule, message=template.format(**values) if values else template,
+                        template=template, values=values)
 
 
 def looks_multi_topic(content: str) -> bool:
@@ -67,60 +78,34 @@ def entry_warnings(
     if book.profile == Profile.SMART:
         tokens = (count_tokens or model_tokenizer(None).count)(entry.content)
         if tokens > LONG_ENTRY_TOKENS:
-            warnings.append(
-                EntryWarning(
-                    code="long_entry",
-                    message=f"About {tokens:,} tokens: only {LONG_ENTRY_TOKENS} reach the model when it is "
-                    "injected whole. Split it into focused entries.",
-                    rule="W-11",
-                )
-            )
+            warnings.append(entry_warning(
+                "About {tokens:,} tokens: only {trimmed} reach the model when it is injected whole. Split it into "
+                "focused entries.", code="long_entry", rule="W-11", values={"tokens": tokens, "trimmed": LONG_ENTRY_TOKENS}))
         if looks_multi_topic(entry.content):
-            warnings.append(
-                EntryWarning(
-                    code="multi_topic",
-                    message="This entry seems to cover several topics; one topic per entry is retrieved more "
-                    "precisely.",
-                    rule="W-11",
-                )
-            )
+            warnings.append(entry_warning(
+                "This entry seems to cover several topics; one topic per entry is retrieved more precisely.",
+                code="multi_topic", rule="W-11"))
         if book_in_use and entry.enabled and not entry.constant and entry.usage_count == 0:
-            warnings.append(
-                EntryWarning(
-                    code="never_surfaced",
-                    message="This entry has never surfaced in a chat: its title may be too vague or its lore too "
-                    "thin.",
-                    rule="W-11",
-                )
-            )
+            warnings.append(entry_warning(
+                "This entry has never surfaced in a chat: its title may be too vague or its lore too thin.",
+                code="never_surfaced", rule="W-11"))
     if entry.unresolved_channels:
-        names = ", ".join(entry.unresolved_channels)
-        warnings.append(
-            EntryWarning(
-                code="unresolved_channel",
-                message=f"Legacy channel {names} is not resolved; the entry counts as active in all channels "
-                "until an admin saves a channel selection.",
-                rule="S-13",
-            )
-        )
+        warnings.append(entry_warning(
+            "Legacy channel {names} is not resolved; the entry counts as active in all channels until an admin "
+            "saves a channel selection.", code="unresolved_channel", rule="S-13",
+            values={"names": ", ".join(entry.unresolved_channels)}))
     for key, reason in sorted((entry.regex_overruns or {}).items()):
-        warnings.append(
-            EntryWarning(
-                code="regex_timeout",
-                message=f"The regex key {key!r} {reason} in a turn and is skipped whenever it does: rewrite it "
-                "without nested repetition.",
-                rule="C-5",
-            )
-        )
+        warnings.append(entry_warning(
+            "The regex key {key} {reason} in a turn and is skipped whenever it does: rewrite it without nested "
+            "repetition.", code="regex_timeout", rule="C-5", values={"key": repr(key), "reason": reason}))
     if book.profile == Profile.CLASSIC:
         report = decorators if decorators is not None else decorators_read(entry.content)
         for problem in report.warnings:
-            where = f"Line {problem.line}: " if problem.line else ""
-            warnings.append(
-                EntryWarning(
-                    code="unknown_decorator" if problem.kind == "unknown" else "decorator_ignored",
-                    message=f"{where}{problem.message}.",
-                    rule="C-13",
-                )
-            )
+            # The problem's own words come from the engine, in English.
+            code = "unknown_decorator" if problem.kind == "unknown" else "decorator_ignored"
+            if problem.line:
+                warnings.append(entry_warning("Line {line}: {problem}.", code=code, rule="C-13",
+                                              values={"line": problem.line, "problem": problem.message}))
+            else:
+                warnings.append(entry_warning("{problem}.", code=code, rule="C-13", values={"problem": problem.message}))
     return warnings

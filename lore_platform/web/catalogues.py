@@ -99,6 +99,12 @@ def refusal_class_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
     return frozenset(names)
 
 
+def message_call_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
+    """The calls whose first argument is an English message pages translate: every refusal class,
+    ``Term`` and ``entry_warning``."""
+    return refusal_class_names(root) | {"Term", "entry_warning"}
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")  # as manage.py does
     problems = catalogue_problems()

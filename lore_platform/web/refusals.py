@@ -12,33 +12,45 @@ One place says how, so every page words a refusal alike, with its rule ID once:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
 from django.utils.translation import gettext
 
+from books.warnings import EntryWarning
 from lore_platform.errors import DomainError, Term
 
 # Missing and forbidden (P-3) are no form or message matter: `refusals_as_pages` makes them pages.
 PAGE_STATUSES = (403, 404)
 
 
-def refusal_said(exc: DomainError) -> str:
-    """A service's refusal in the page's language: the catalogue's translation of its message (of
-    its template, filled in with its values, ``Term`` values translated too); English where the
-    catalogue has none or a translation does not fit the values."""
-    translated = gettext(exc.template)
-    if not exc.values:
+def message_said(template: str, values: Mapping[str, Any], english: str) -> str:
+    """A service's message in the page's language: the catalogue's translation of its template,
+    filled in with its values (``Term`` values translated too); ``english`` where the catalogue has
+    none or a translation does not fit the values."""
+    translated = gettext(template)
+    if not values:
         return translated
-    values = {name: gettext(value) if isinstance(value, Term) else value for name, value in exc.values.items()}
+    words = {name: gettext(value) if isinstance(value, Term) else value for name, value in values.items()}
     try:
-        return translated.format(**values)
+        return translated.format(**words)
     except (KeyError, IndexError, ValueError):
-        return exc.message
+        return english
+
+
+def refusal_said(exc: DomainError) -> str:
+    """A service's refusal in the page's language (``message_said``)."""
+    return message_said(exc.template, exc.values, exc.message)
+
+
+def warning_text(warning: EntryWarning) -> str:
+    """An entry's warning in the page's language, with its rule ID."""
+    return f"{message_said(warning.template or warning.message, warning.values, warning.message)} ({warning.rule})"
 
 
 def refusal_text(exc: DomainError) -> str:

@@ -20,7 +20,7 @@ from django.test import Client
 from django.utils import translation
 
 from lore_platform.errors import DomainError, Term, ValidationFailed
-from lore_platform.web.catalogues import page_source_files, refusal_class_names
+from lore_platform.web.catalogues import message_call_names, page_source_files
 from lore_platform.web.refusals import refusal_said, refusal_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,9 +33,9 @@ def _called_name(call: ast.Call) -> str:
 
 
 def refusals_in_sources() -> list[tuple[str, ast.Call]]:
-    """(file:line, call) of every refusal constructed in the page sources, and every ``Term``."""
+    """(file:line, call) of every refusal, ``Term`` and entry warning constructed in the page sources."""
     found = []
-    names = refusal_class_names() | {"Term"}
+    names = message_call_names()
     for path in page_source_files():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and _called_name(node) in names and node.args:
@@ -177,3 +177,22 @@ def _msgids(po: Path) -> list[str]:
             parts = re.findall(r'"((?:[^"\\]|\\.)*)"', match.group(1))
             found.append(ast.literal_eval('"' + "".join(parts) + '"'))
     return found
+
+
+@pytest.mark.django_db
+def test_entry_warnings_on_a_spanish_page_are_spanish_and_english_in_the_api(tenant_a) -> None:
+    from tests.books.factories import make_book, make_entry
+    from tests.web.support import signed_in
+    from tests.web.test_editor_pages import html
+
+    world = make_book(tenant_a, title="Mundo", profile="smart")
+    make_entry(world, title="Varn", content="La ciudad fluvial de Varn comercia sal.", usage_count=3)
+    long = make_entry(world, title="Crónica", content="La crónica de la ciudad y de sus reyes. " * 200)
+    spanish = html(signed_in(tenant_a.member).get(f"/books/{world.pk}", HTTP_ACCEPT_LANGUAGE="es"))
+    english = html(signed_in(tenant_a.member).get(f"/books/{world.pk}", HTTP_ACCEPT_LANGUAGE="en"))
+    assert "Divídela en entradas" in spanish and "Split it into focused entries" not in spanish
+    assert "Split it into focused entries" in english and "(W-11)" in spanish
+    api = Client(HTTP_AUTHORIZATION=f"Api-Key {tenant_a.member_key}", HTTP_ACCEPT_LANGUAGE="es")
+    answer = api.get(f"/api/v1/books/{world.pk}/entries/{long.pk}")
+    warnings = {w["code"]: w["message"] for w in answer.json()["warnings"]}
+    assert warnings["long_entry"].endswith("Split it into focused entries.")

@@ -2,7 +2,7 @@ from typing import Any
 
 from django import template
 
-from lore_platform.web.refusals import refusal_text
+from lore_platform.web.refusals import refusal_text, warning_text
 
 register = template.Library()
 
@@ -16,3 +16,9 @@ def get_item(mapping: Any, key: Any) -> Any:
 def refusal(error: Any) -> str:
     """A service's refusal in the page's language, with its rule ID once (web.refusals)."""
     return refusal_text(error)
+
+
+@register.filter
+def warning(entry_warning: Any) -> str:
+    """An entry's warning in the page's language, with its rule ID (web.refusals)."""
+    return warning_text(entry_warning)

@@ -1,7 +1,7 @@
 """Django's ``makemessages``, also reading the services' refusals into the pages' catalogue.
 
-A refusal's English message (``raise NotFound("No such book.")``, a template with ``values=``) and every
-``Term`` are msgids: pages translate them (``lore_platform.web.refusals``). Django's command only reads
+A refusal's English message (``raise NotFound("No such book.")``, a template with ``values=``), every
+``Term`` and every entry warning are msgids: pages translate them (``lore_platform.web.refusals``). Django's command only reads
 gettext calls and writes each file's messages next to the nearest ``locale`` folder; this one also takes
 every ``DomainError`` class as an xgettext keyword and writes everything into the one catalogue the pages
 read (``lore_platform/web/locale``). Run from the repository root:
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.management.commands import makemessages
 
-from lore_platform.web.catalogues import LOCALE, refusal_class_names
+from lore_platform.web.catalogues import LOCALE, message_call_names
 
 # Not the product: tests, benchmarks and tooling hold no page text (their refusals are examples).
 NOT_SCANNED = ("tests", "bench", "deploy", "scripts", "var", "control", "docs", "build", "dist", "node_modules",
@@ -26,7 +26,7 @@ NOT_SCANNED = ("tests", "bench", "deploy", "scripts", "var", "control", "docs", 
 
 class Command(makemessages.Command):
     xgettext_options = [*makemessages.Command.xgettext_options,
-                        *(f"--keyword={name}" for name in sorted(refusal_class_names() | {"Term"}))]
+                        *(f"--keyword={name}" for name in sorted(message_call_names()))]
 
     def handle(self, *args: Any, **options: Any) -> None:
         options["ignore_patterns"] = [*options.get("ignore_patterns", []), *NOT_SCANNED]
