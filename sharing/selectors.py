@@ -244,7 +244,7 @@ _SORT_ORDER: dict[str, tuple[Any, ...]] = {
 def _sort_check(sort: str | None, *, searching: bool) -> str:
     chosen = sort or ("relevance" if searching else "newest")
     if chosen not in LIBRARY_SORTS:
-        raise ValidationFailed(f"Sort by one of {', '.join(LIBRARY_SORTS)}.", field="sort")
+        raise ValidationFailed("Sort by one of {choices}.", values={"choices": ", ".join(LIBRARY_SORTS)}, field="sort")
     if chosen == "relevance" and not searching:
         chosen = "newest"
     return chosen
@@ -291,7 +291,9 @@ def library_search(
     if len(text) > 500:
         raise ValidationFailed("A search is at most 500 characters.", field="q")
     if mode not in SEARCH_MODES:
-        raise ValidationFailed(f"Search mode is one of {', '.join(SEARCH_MODES)}.", field="mode")
+        raise ValidationFailed(
+            "Search mode is one of {choices}.", values={"choices": ", ".join(SEARCH_MODES)}, field="mode"
+        )
     chosen = _sort_check(sort, searching=True)
     base = _library_base(tag=tag, language=language)
     if mode == "meaning":

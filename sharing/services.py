@@ -81,8 +81,9 @@ def book_publish_check(book: Book) -> None:
     count = Entry.objects.for_tenant(book.tenant).filter(book=book).count()
     if count < minimum.value:
         raise LimitExceeded(
-            f"Publishing needs at least {minimum.value} entries; this book has {count}. "
-            f"Add {minimum.value - count} more, or share it unlisted (by link) instead ({minimum.rule}).",
+            "Publishing needs at least {minimum} entries; this book has {count}. "
+            "Add {missing} more, or share it unlisted (by link) instead ({rule}).",
+            values={"minimum": minimum.value, "count": count, "missing": minimum.value - count, "rule": minimum.rule},
             field="visibility",
             rule=minimum.rule,
             code="too_few_entries",
@@ -102,7 +103,10 @@ def book_visibility_set(*, actor: Actor, book: Book, visibility: str) -> BookSha
     refreshed after commit. Setting the current visibility again changes nothing.
     """
     if visibility not in Visibility.values:
-        raise ValidationFailed(f"Visibility is one of {', '.join(Visibility.values)}.", field="visibility", rule="P-1")
+        raise ValidationFailed(
+            "Visibility is one of {choices}.", values={"choices": ", ".join(Visibility.values)}, field="visibility",
+            rule="P-1",
+        )
     locked = access_book(actor, book.pk, need="edit", for_update=True)
     if visibility == Visibility.PUBLIC and locked.visibility != Visibility.PUBLIC:
         book_publish_check(locked)

@@ -84,7 +84,9 @@ def package_install_from_path(archive: Path, packages_dir: Path) -> LanguagePack
     try:
         bundle = zipfile.ZipFile(archive)
     except (OSError, zipfile.BadZipFile) as exc:
-        raise ValidationFailed(f"{archive.name} is not an Argos package (zip).", field="package") from exc
+        raise ValidationFailed(
+            "{file} is not an Argos package (zip).", values={"file": archive.name}, field="package"
+        ) from exc
     with bundle:
         names = bundle.namelist()
         roots = {name.split("/", 1)[0] for name in names}
@@ -93,7 +95,7 @@ def package_install_from_path(archive: Path, packages_dir: Path) -> LanguagePack
             raise ValidationFailed("An Argos package holds one top-level folder.", field="package")
         for name in names:
             if name.startswith("/") or ".." in Path(name).parts:
-                raise ValidationFailed(f"Unsafe path in package: {name!r}", field="package")
+                raise ValidationFailed("Unsafe path in package: {path}", values={"path": repr(name)}, field="package")
         packages_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=packages_dir) as staging:
             bundle.extractall(staging)

@@ -48,7 +48,7 @@ def user_get_or_create(*, email: str, password: str | None = None) -> User:
 
 def membership_set(*, tenant: Tenant, user: User, role: str) -> Membership:
     if role not in Membership.Role.values:
-        raise ValidationFailed(f"Unknown role {role!r}.", field="role")
+        raise ValidationFailed("Unknown role {role}.", values={"role": repr(role)}, field="role")
     membership, _ = Membership.objects.for_tenant(tenant).update_or_create(
         tenant=tenant, user=user, defaults={"role": role}
     )
@@ -70,10 +70,11 @@ def _membership_get(tenant: Tenant, membership_id: int) -> Membership:
 def member_add(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER) -> Membership:
     """Add a person (by email; the user is created if new) to the tenant with a role (S-1)."""
     if role not in Membership.Role.values:
-        raise ValidationFailed(f"Unknown role {role!r}.", field="role")
+        raise ValidationFailed("Unknown role {role}.", values={"role": repr(role)}, field="role")
     user = user_get_or_create(email=email)
     if Membership.objects.for_tenant(tenant).filter(user=user).exists():
-        raise Conflict(f"{user.email} is a member already; change the role instead.", field="email")
+        raise Conflict("{email} is a member already; change the role instead.", values={"email": user.email},
+                       field="email")
     return Membership.objects.create(tenant=tenant, user=user, role=role)
 
 
@@ -81,7 +82,7 @@ def member_add(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER
 def member_role_change(*, tenant: Tenant, membership_id: int, role: str | None) -> Membership:
     """Set a member's role; ``None`` (a PATCH that names no role) changes nothing."""
     if role is not None and role not in Membership.Role.values:
-        raise ValidationFailed(f"Unknown role {role!r}.", field="role")
+        raise ValidationFailed("Unknown role {role}.", values={"role": repr(role)}, field="role")
     membership = _membership_get(tenant, membership_id)
     if role is None:
         return membership
@@ -119,7 +120,8 @@ def member_api_key_create(*, tenant: Tenant, membership_id: int, name: str, scop
 def api_key_create(*, tenant: Tenant, name: str, scopes: list[str], user: User | None = None) -> IssuedKey:
     unknown = set(scopes) - VALID_SCOPES
     if not scopes or unknown:
-        raise ValidationFailed(f"Scopes must be among {sorted(VALID_SCOPES)}.", field="scopes")
+        raise ValidationFailed("Scopes must be among {scopes}.", values={"scopes": sorted(VALID_SCOPES)},
+                               field="scopes")
     # Write implies read: a key that may change lore may also see it.
     normalised = sorted(set(scopes) | ({"read"} if "write" in scopes else set()))
     generated = key_generate()
@@ -157,9 +159,9 @@ def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.
     if not name or len(name) > 120:
         raise ValidationFailed("A tenant name is 1–120 characters.", field="name")
     if profile not in Tenant.Profile.values:
-        raise ValidationFailed(f"Unknown profile {profile!r}.", field="default_profile")
+        raise ValidationFailed("Unknown profile {profile}.", values={"profile": repr(profile)}, field="default_profile")
     if Tenant.objects.filter(name=name).exists():
-        raise Conflict(f"A tenant named {name!r} exists already.", field="name")
+        raise Conflict("A tenant named {name} exists already.", values={"name": repr(name)}, field="name")
     tenant = Tenant.objects.create(name=name, slug=_unique_slug(name), default_profile=profile)
     admin = user_get_or_create(email=admin_email)
     membership_set(tenant=tenant, user=admin, role=Membership.Role.ADMIN)
