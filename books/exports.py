@@ -161,7 +161,10 @@ READER_FORMATS = ("sillytavern", "card-v2", "card-v2-png")
 def export_format_check(to: str) -> None:
     if to not in EXPORT_FORMATS:
         raise ValidationFailed(
-            f"Unknown export format {to!r}; expected one of {', '.join(EXPORT_FORMATS)}.", field="format", rule="I-6"
+            "Unknown export format {format}; expected one of {formats}.",
+            values={"format": repr(to), "formats": ", ".join(EXPORT_FORMATS)},
+            field="format",
+            rule="I-6",
         )
 
 
@@ -182,7 +185,8 @@ def book_export_check(actor: Actor, book: Book, to: str = "sillytavern") -> None
     if not owns:
         raise PermissionDenied(
             "The native format carries the book's tenant-only settings (channels, collection state); only the "
-            f"book's owner exports it. Readers export {', '.join(READER_FORMATS)} (I-6).",
+            "book's owner exports it. Readers export {formats} (I-6).",
+            values={"formats": ", ".join(READER_FORMATS)},
             field="format",
             rule="I-6",
         )
@@ -197,8 +201,8 @@ def shared_book_export(*, actor: Actor | None, book: Book, entries: Iterable[Ent
     export_format_check(to)
     if to not in READER_FORMATS:
         raise PermissionDenied(
-            f"A shared book is exported as {', '.join(READER_FORMATS)}; the native format carries its tenant's "
-            "own settings (I-6).",
+            "A shared book is exported as {formats}; the native format carries its tenant's own settings (I-6).",
+            values={"formats": ", ".join(READER_FORMATS)},
             field="format",
             rule="I-6",
         )

@@ -26,11 +26,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from lore_platform.errors import LimitExceeded, ValidationFailed
+from lore_platform.errors import LimitExceeded, Term, ValidationFailed
 from retrieval.engine.rules import SERVER, SMART
 
 if TYPE_CHECKING:
     from books.models import Book
+
+
+# Units a refusal names ("… is 2,100 characters"): product words, said in the reader's language on pages.
+CHARACTERS = Term("characters")
+ITEMS = Term("items")
+ENTRIES = Term("entries")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +45,7 @@ class Limit:
 
     value: int
     rule: str
-    unit: str = "characters"
+    unit: str = CHARACTERS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +80,7 @@ BOOK_TOKEN_BUDGET = RangeLimit(rule="C-3", low=100, high=32_000)
 BOOK_LANGUAGE = TextLimit(rule="W-12", max=16)
 
 # World books (W-12).
-SMART_ENTRIES_PER_BOOK = Limit(value=2_000, rule="W-12", unit="entries")
+SMART_ENTRIES_PER_BOOK = Limit(value=2_000, rule="W-12", unit=ENTRIES)
 SMART_ENTRY_TITLE = TextLimit(rule="W-12", min=2, max=100)
 SMART_ENTRY_CONTENT = TextLimit(rule="W-12", min=20, max=20_000)
 SMART_ALIASES = ListLimit(rule="W-12", max_items=50, max_item_length=120)
@@ -82,8 +88,8 @@ SMART_ALIASES = ListLimit(rule="W-12", max_items=50, max_item_length=120)
 # Server lorebooks (S-3, S-5, S-14); the engine's rule table holds the numbers it also applies.
 SERVER_ENTRY_TITLE = TextLimit(rule="S-3", max=200)
 SERVER_ENTRY_CONTENT = TextLimit(rule="S-3", max=SERVER.entry_content_chars)
-SERVER_ENTRIES_PER_LINEAGE = Limit(value=SERVER.entries_per_lineage, rule="S-14", unit="entries")
-SERVER_ENTRIES_SERVER_WIDE = Limit(value=SERVER.entries_server_wide, rule="S-14", unit="entries")
+SERVER_ENTRIES_PER_LINEAGE = Limit(value=SERVER.entries_per_lineage, rule="S-14", unit=ENTRIES)
+SERVER_ENTRIES_SERVER_WIDE = Limit(value=SERVER.entries_server_wide, rule="S-14", unit=ENTRIES)
 SERVER_SCAN_DEPTH = RangeLimit(rule="S-5", low=1, high=100)
 
 # Classic / SillyTavern: the display name (comment) is optional (C-9).
@@ -99,21 +105,21 @@ CLASSIC_KEYS = ListLimit(rule="C-5", max_items=500, max_item_length=500)
 SERVER_KEYS = ListLimit(rule="S-3", max_items=500, max_item_length=500)
 
 # Operations.
-BULK_ACTION = Limit(value=500, rule="W-12", unit="entries")
-IMPORT_BATCH = Limit(value=500, rule="I-3", unit="entries")
+BULK_ACTION = Limit(value=500, rule="W-12", unit=ENTRIES)
+IMPORT_BATCH = Limit(value=500, rule="I-3", unit=ENTRIES)
 CHANNEL_ID_LENGTH = Limit(value=64, rule="S-11")
 # One reorder call names at most this many entries (no rule: it keeps the id list a bounded query).
-REORDER_IDS = Limit(value=10_000, rule="", unit="entries")
+REORDER_IDS = Limit(value=10_000, rule="", unit=ENTRIES)
 
 # Limits other features enforce; kept here so there is one place to read them.
-PUBLISH_MIN_ENTRIES = Limit(value=10, rule="P-1", unit="entries")
+PUBLISH_MIN_ENTRIES = Limit(value=10, rule="P-1", unit=ENTRIES)
 SPLIT_TEXT_INPUT = Limit(value=40_000, rule="W-12")
 GENERATE_PROMPT = Limit(value=4_000, rule="W-12")
-GENERATE_ENTRIES_MIN = Limit(value=4, rule="W-12", unit="entries")
-GENERATE_ENTRIES_MAX = Limit(value=16, rule="W-12", unit="entries")
+GENERATE_ENTRIES_MIN = Limit(value=4, rule="W-12", unit=ENTRIES)
+GENERATE_ENTRIES_MAX = Limit(value=16, rule="W-12", unit=ENTRIES)
 PREVIEW_MESSAGE = Limit(value=2_000, rule="W-12")
-IMPORT_JSON_BYTES = Limit(value=2 * 1024 * 1024, rule="I-3", unit="bytes")
-LIVING_WORLD_WRITES_PER_DAY = Limit(value=30, rule="L-3", unit="writes")
+IMPORT_JSON_BYTES = Limit(value=2 * 1024 * 1024, rule="I-3", unit=Term("bytes"))
+LIVING_WORLD_WRITES_PER_DAY = Limit(value=30, rule="L-3", unit=Term("writes"))
 LIVING_WORLD_NEW_ENTRY = Limit(value=4_000, rule="L-3")
 LIVING_WORLD_APPEND = Limit(value=2_000, rule="L-3")
 LIVING_WORLD_GROWN_ENTRY = Limit(value=20_000, rule="L-3")
@@ -122,7 +128,7 @@ LIVING_WORLD_WINDOW = timedelta(hours=24)
 
 # W-1: the canon budget, a share of the model's input window with a cap (the engine's rule table;
 # ``retrieval.engine.smart.canon_budget`` computes it).
-CANON_BUDGET_CAP = Limit(value=SMART.canon_cap_tokens, rule="W-1", unit="tokens")
+CANON_BUDGET_CAP = Limit(value=SMART.canon_cap_tokens, rule="W-1", unit=Term("tokens"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,45 +178,61 @@ def limits_for(profile: str) -> ProfileLimits:
     try:
         return _PROFILE_LIMITS[profile]
     except KeyError:
-        raise ValidationFailed(f"Unknown profile {profile!r}.", field="profile") from None
+        raise ValidationFailed(
+            "Unknown profile {profile}.", values={"profile": repr(profile)}, field="profile"
+        ) from None
 
 
 # --- primitive checks -----------------------------------------------------------
 
 
 def _too_long(field: str, what: str, actual: int, limit: int, rule: str, unit: str) -> LimitExceeded:
-    return LimitExceeded(
-        f"{what} is {actual:,} {unit}; the limit is {limit:,}" + (f" ({rule})." if rule else "."),
-        field=field,
-        rule=rule or None,
-        details={"limit": limit, "actual": actual, "unit": unit},
-    )
+    values = {"what": what, "actual": actual, "unit": unit, "limit": limit}
+    details = {"limit": limit, "actual": actual, "unit": unit}
+    if rule:
+        return LimitExceeded(
+            "{what} is {actual:,} {unit}; the limit is {limit:,} ({rule}).",
+            values={**values, "rule": rule}, field=field, rule=rule, details=details,
+        )
+    return LimitExceeded("{what} is {actual:,} {unit}; the limit is {limit:,}.", values=values, field=field,
+                         details=details)
+
+
+def _item_too_long(field: str, what: str, index: int, actual: int, limit: int, rule: str) -> LimitExceeded:
+    """One item of a list (a tag, a key) is longer than its limit: ``what`` names the list."""
+    values = {"what": what, "index": index, "actual": actual, "limit": limit}
+    details = {"limit": limit, "actual": actual, "unit": "characters"}
+    if rule:
+        return LimitExceeded(
+            "{what} item {index} is {actual:,} characters; the limit is {limit:,} ({rule}).",
+            values={**values, "rule": rule}, field=field, rule=rule, details=details,
+        )
+    return LimitExceeded("{what} item {index} is {actual:,} characters; the limit is {limit:,}.", values=values,
+                         field=field, details=details)
 
 
 def text_check(value: str, limit: TextLimit, *, field: str, what: str) -> None:
     length = len(value)
     if limit.min and len(value.strip()) < limit.min:
         raise ValidationFailed(
-            f"{what} is {len(value.strip()):,} characters; it needs at least {limit.min:,} ({limit.rule}).",
+            "{what} is {length:,} characters; it needs at least {minimum:,} ({rule}).",
+            values={"what": what, "length": len(value.strip()), "minimum": limit.min, "rule": limit.rule},
             field=field,
             rule=limit.rule,
             code="too_short",
             details={"min": limit.min, "max": limit.max, "actual": len(value.strip()), "unit": "characters"},
         )
     if limit.max is not None and length > limit.max:
-        raise _too_long(field, what, length, limit.max, limit.rule, "characters")
+        raise _too_long(field, what, length, limit.max, limit.rule, CHARACTERS)
 
 
 def list_check(values: list[str], limit: ListLimit, *, field: str, what: str) -> None:
     if limit.max_items is not None and len(values) > limit.max_items:
-        raise _too_long(field, what, len(values), limit.max_items, limit.rule, "items")
+        raise _too_long(field, what, len(values), limit.max_items, limit.rule, ITEMS)
     if limit.max_item_length is not None:
         for index, item in enumerate(values):
             if len(item) > limit.max_item_length:
-                raise _too_long(
-                    f"{field}[{index}]", f"{what} item {index}", len(item), limit.max_item_length, limit.rule,
-                    "characters",
-                )
+                raise _item_too_long(f"{field}[{index}]", what, index, len(item), limit.max_item_length, limit.rule)
 
 
 def range_check(value: int | None, limit: RangeLimit, *, field: str, what: str) -> None:
@@ -218,7 +240,8 @@ def range_check(value: int | None, limit: RangeLimit, *, field: str, what: str) 
         return
     if not limit.low <= value <= limit.high:
         raise ValidationFailed(
-            f"{what} must be between {limit.low:,} and {limit.high:,}, not {value:,} ({limit.rule}).",
+            "{what} must be between {low:,} and {high:,}, not {value:,} ({rule}).",
+            values={"what": what, "low": limit.low, "high": limit.high, "value": value, "rule": limit.rule},
             field=field,
             rule=limit.rule,
             code="out_of_range",
@@ -238,17 +261,17 @@ def book_fields_check(fields: Mapping[str, Any], *, field_prefix: str = "") -> N
     """Check the book fields present in ``fields`` (a create or a partial update)."""
     p = field_prefix
     if "title" in fields:
-        text_check(fields["title"], BOOK_TITLE, field=f"{p}title", what="The book title")
+        text_check(fields["title"], BOOK_TITLE, field=f"{p}title", what=Term("The book title"))
     if "description" in fields:
-        text_check(fields["description"], BOOK_DESCRIPTION, field=f"{p}description", what="The description")
+        text_check(fields["description"], BOOK_DESCRIPTION, field=f"{p}description", what=Term("The description"))
     if "tags" in fields:
-        list_check(fields["tags"], BOOK_TAGS, field=f"{p}tags", what="Tags")
+        list_check(fields["tags"], BOOK_TAGS, field=f"{p}tags", what=Term("Tags"))
     if "language" in fields:
-        text_check(fields["language"], BOOK_LANGUAGE, field=f"{p}language", what="The language code")
+        text_check(fields["language"], BOOK_LANGUAGE, field=f"{p}language", what=Term("The language code"))
     if "scan_depth" in fields:
-        range_check(fields["scan_depth"], BOOK_SCAN_DEPTH, field=f"{p}scan_depth", what="Scan depth")
+        range_check(fields["scan_depth"], BOOK_SCAN_DEPTH, field=f"{p}scan_depth", what=Term("Scan depth"))
     if "token_budget" in fields:
-        range_check(fields["token_budget"], BOOK_TOKEN_BUDGET, field=f"{p}token_budget", what="Token budget")
+        range_check(fields["token_budget"], BOOK_TOKEN_BUDGET, field=f"{p}token_budget", what=Term("Token budget"))
 
 
 def entry_fields_check(profile: str, fields: Mapping[str, Any], *, field_prefix: str = "") -> None:
@@ -256,23 +279,26 @@ def entry_fields_check(profile: str, fields: Mapping[str, Any], *, field_prefix:
     limits = limits_for(profile)
     p = field_prefix
     if "title" in fields:
-        text_check(fields["title"], limits.entry_title, field=f"{p}title", what="The entry title")
+        text_check(fields["title"], limits.entry_title, field=f"{p}title", what=Term("The entry title"))
     if "content" in fields:
-        text_check(fields["content"], limits.entry_content, field=f"{p}content", what="The entry content")
+        text_check(fields["content"], limits.entry_content, field=f"{p}content", what=Term("The entry content"))
     if "keys" in fields:
-        what = "Aliases" if profile == "smart" else "Keys"
+        what = Term("Aliases") if profile == "smart" else Term("Keys")
         list_check(fields["keys"], limits.entry_keys, field=f"{p}keys", what=what)
     if "secondary_keys" in fields and fields["secondary_keys"] is not None:
-        list_check(fields["secondary_keys"], limits.entry_keys, field=f"{p}secondary_keys", what="Secondary keys")
+        list_check(
+            fields["secondary_keys"], limits.entry_keys, field=f"{p}secondary_keys", what=Term("Secondary keys")
+        )
     if "probability" in fields:
-        range_check(fields["probability"], PROBABILITY, field=f"{p}probability", what="Probability")
+        range_check(fields["probability"], PROBABILITY, field=f"{p}probability", what=Term("Probability"))
     if "scan_depth" in fields:
-        range_check(fields["scan_depth"], limits.entry_scan_depth, field=f"{p}scan_depth", what="Scan depth")
+        range_check(fields["scan_depth"], limits.entry_scan_depth, field=f"{p}scan_depth", what=Term("Scan depth"))
     for name in ("channels", "unresolved_channels"):
         for index, channel in enumerate(fields.get(name) or []):
             if len(channel) > CHANNEL_ID_LENGTH.value:
                 raise _too_long(
-                    f"{p}{name}[{index}]", "A channel", len(channel), CHANNEL_ID_LENGTH.value, "S-11", "characters"
+                    f"{p}{name}[{index}]", Term("A channel"), len(channel), CHANNEL_ID_LENGTH.value, "S-11",
+                    CHARACTERS,
                 )
 
 
@@ -289,8 +315,9 @@ def public_floor_check(book: Book, *, remaining: int, field: str = "entries") ->
     if book.visibility != "public" or remaining >= minimum.value:
         return
     raise LimitExceeded(
-        f"A public book keeps at least {minimum.value} entries; this would leave {remaining}. "
-        f"Make the book unlisted or private first, or add entries ({minimum.rule}).",
+        "A public book keeps at least {minimum} entries; this would leave {remaining}. "
+        "Make the book unlisted or private first, or add entries ({rule}).",
+        values={"minimum": minimum.value, "remaining": remaining, "rule": minimum.rule},
         field=field,
         rule=minimum.rule,
         code="too_few_entries",
@@ -300,12 +327,12 @@ def public_floor_check(book: Book, *, remaining: int, field: str = "entries") ->
 
 def bulk_action_check(count: int, *, field: str = "entry_ids") -> None:
     """W-12: a bulk enable/disable/delete touches at most 500 entries."""
-    count_check(count, BULK_ACTION, field=field, what="A bulk action")
+    count_check(count, BULK_ACTION, field=field, what=Term("A bulk action"))
 
 
 def import_batch_check(count: int, *, field: str = "entries") -> None:
     """W-12 / I-3: one batch (import, paste) creates at most 500 entries."""
-    count_check(count, IMPORT_BATCH, field=field, what="One batch")
+    count_check(count, IMPORT_BATCH, field=field, what=Term("One batch"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,32 +372,35 @@ def entry_capacity(book: Book) -> Capacity | None:
     return None
 
 
-_CAPACITY_WHAT = {
-    "book": "This world book would hold {total:,} entries; a book holds at most {limit:,} ({rule}).",
-    "lineage": "This persona would hold {total:,} entries; a persona holds at most {limit:,} ({rule}).",
-    "server_wide": (
-        "The server-wide books would hold {total:,} entries together; they share a limit of {limit:,} ({rule})."
-    ),
-}
-
-
 def entry_capacity_check(book: Book, *, adding: int, field: str = "entries") -> None:
     """Refuse adding ``adding`` entries to ``book`` if that breaks its entry cap."""
     capacity = entry_capacity(book)
     if capacity is None or adding <= 0:
         return
     total = capacity.used + adding
-    if total > capacity.limit.value:
+    if total <= capacity.limit.value:
+        return
+    rule = capacity.limit.rule
+    values = {"total": total, "limit": capacity.limit.value, "rule": rule}
+    details = {
+        "limit": capacity.limit.value,
+        "actual": total,
+        "existing": capacity.used,
+        "adding": adding,
+        "scope": capacity.scope,
+        "unit": "entries",
+    }
+    if capacity.scope == "lineage":
         raise LimitExceeded(
-            _CAPACITY_WHAT[capacity.scope].format(total=total, limit=capacity.limit.value, rule=capacity.limit.rule),
-            field=field,
-            rule=capacity.limit.rule,
-            details={
-                "limit": capacity.limit.value,
-                "actual": total,
-                "existing": capacity.used,
-                "adding": adding,
-                "scope": capacity.scope,
-                "unit": "entries",
-            },
+            "This persona would hold {total:,} entries; a persona holds at most {limit:,} ({rule}).",
+            values=values, field=field, rule=rule, details=details,
         )
+    if capacity.scope == "server_wide":
+        raise LimitExceeded(
+            "The server-wide books would hold {total:,} entries together; they share a limit of {limit:,} ({rule}).",
+            values=values, field=field, rule=rule, details=details,
+        )
+    raise LimitExceeded(
+        "This world book would hold {total:,} entries; a book holds at most {limit:,} ({rule}).",
+        values=values, field=field, rule=rule, details=details,
+    )

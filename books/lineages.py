@@ -30,7 +30,8 @@ def lineage_get_or_create(*, tenant: Tenant, key: str) -> Lineage:
     if not normalised:
         raise ValidationFailed("A lineage needs a key (e.g. the card's name and creator).", field="lineage_key")
     if len(normalised) > LINEAGE_KEY_MAX:
-        raise ValidationFailed(f"A lineage key is at most {LINEAGE_KEY_MAX} characters.", field="lineage_key")
+        raise ValidationFailed("A lineage key is at most {maximum} characters.", values={"maximum": LINEAGE_KEY_MAX},
+                               field="lineage_key")
     existing = Lineage.objects.for_tenant(tenant).filter(key=normalised).first()
     if existing is not None:
         return existing

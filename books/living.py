@@ -31,7 +31,7 @@ from books import limits
 from books.access import access_book, book_can_read
 from books.models import Book, Entry, LoreWrite, Profile, Visibility
 from books.services import entry_create, entry_delete, entry_update
-from lore_platform.errors import Conflict, DomainError, LimitExceeded, NotFound, PermissionDenied, ValidationFailed
+from lore_platform.errors import Conflict, DomainError, LimitExceeded, NotFound, PermissionDenied, Term, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 
 # How an append joins the lore it grows: a paragraph of its own.
@@ -191,7 +191,7 @@ _ARGUMENT_OF = {"content": "lore", "keys": "aliases"}
 
 
 def _create_check(book: Book, title: str, lore: str, aliases: list[str]) -> None:
-    limits.count_check(len(lore), limits.LIVING_WORLD_NEW_ENTRY, field="lore", what="The new entry's lore")
+    limits.count_check(len(lore), limits.LIVING_WORLD_NEW_ENTRY, field="lore", what=Term("The new entry's lore"))
     try:
         limits.entry_fields_check(Profile.SMART, {"title": title, "content": lore, "keys": aliases})
     except DomainError as exc:
@@ -204,9 +204,9 @@ def _create_check(book: Book, title: str, lore: str, aliases: list[str]) -> None
 
 
 def _grown(entry: Entry, text: str) -> str:
-    limits.count_check(len(text), limits.LIVING_WORLD_APPEND, field="text", what="The appended text")
+    limits.count_check(len(text), limits.LIVING_WORLD_APPEND, field="text", what=Term("The appended text"))
     grown = entry.content.rstrip() + APPEND_SEPARATOR + text if entry.content.strip() else text
-    limits.count_check(len(grown), limits.LIVING_WORLD_GROWN_ENTRY, field="text", what="The grown entry")
+    limits.count_check(len(grown), limits.LIVING_WORLD_GROWN_ENTRY, field="text", what=Term("The grown entry"))
     return grown
 
 

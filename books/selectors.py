@@ -72,7 +72,7 @@ def entry_list(
     chat has used (W-11); ``q`` searches title, content and keys/aliases.
     """
     if sort not in ENTRY_SORTS:
-        raise ValidationFailed(f"Sort by one of {', '.join(ENTRY_SORTS)}.", field="sort")
+        raise ValidationFailed("Sort by one of {sorts}.", values={"sorts": ", ".join(ENTRY_SORTS)}, field="sort")
     entries = Entry.objects.for_tenant(book.tenant).filter(book=book)
     if enabled is not None:
         entries = entries.filter(enabled=enabled)
@@ -156,8 +156,8 @@ def book_canon_meter(
     window = input_window or model_input_window(model_id)
     if not window:
         raise ValidationFailed(
-            "Give the model's input window (input_window): the canon budget is "
-            f"{SMART.canon_share_percent}% of it (W-1).",
+            "Give the model's input window (input_window): the canon budget is {percent}% of it (W-1).",
+            values={"percent": SMART.canon_share_percent},
             field="input_window",
             rule="W-1",
         )

@@ -44,8 +44,11 @@ ENTRY_EDITABLE_FIELDS = frozenset({*ENTRY_LORE_FIELDS, "canon", "channels", "ext
 ENTRY_CREATE_ONLY_FIELDS = frozenset({"unresolved_channels"})
 
 
-def _fail(message: str, field: str, rule: str | None = None) -> ValidationFailed:
-    return ValidationFailed(message, field=field, rule=rule)
+def _fail(
+    message: str, field: str, rule: str | None = None, *, values: Mapping[str, Any] | None = None
+) -> ValidationFailed:
+    """A refusal of one field; ``message`` is a literal template when ``values`` fill it in."""
+    return ValidationFailed(message, field=field, rule=rule, values=values)
 
 
 def _as_text(value: Any, field: str) -> str:
@@ -87,7 +90,7 @@ def _as_str_list(value: Any, field: str, *, dedupe: bool = False) -> list[str]:
 
 def _as_choice(value: Any, field: str, choices: Sequence[str]) -> str:
     if value not in choices:
-        raise _fail(f"Must be one of {', '.join(choices)}.", field)
+        raise _fail("Must be one of {choices}.", field, values={"choices": ", ".join(choices)})
     return str(value)
 
 
@@ -100,7 +103,7 @@ def _as_dict(value: Any, field: str) -> dict[str, Any]:
 def _unknown_fields(fields: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
     unknown = sorted(set(fields) - set(allowed))
     if unknown:
-        raise _fail(f"Unknown or read-only field {unknown[0]!r}.", f"{prefix}{unknown[0]}")
+        raise _fail("Unknown or read-only field {name}.", f"{prefix}{unknown[0]}", values={"name": repr(unknown[0])})
 
 
 def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,18 +193,18 @@ def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefi
 def _entry_rules_check(book: Book, cleaned: Mapping[str, Any], *, prefix: str) -> None:
     for name in ("channels", "unresolved_channels"):
         if cleaned.get(name) and not (book.profile == Profile.SERVER and book.scope == Scope.PERSONA):
-            where = (
-                "set them on the collection"
-                if book.scope == Scope.SERVER
-                else "they exist only in server lorebooks"
-            )
-            raise _fail(f"Per-entry channels belong to persona books; {where} (S-11).", f"{prefix}{name}", "S-11")
+            if book.scope == Scope.SERVER:
+                raise _fail("Per-entry channels belong to persona books; set them on the collection (S-11).",
+                            f"{prefix}{name}", "S-11")
+            raise _fail("Per-entry channels belong to persona books; they exist only in server lorebooks (S-11).",
+                        f"{prefix}{name}", "S-11")
     if "content" in cleaned and book.profile == Profile.CLASSIC:
         report = decorators_read(cleaned["content"])
         if report.errors:
             problem = report.errors[0]
             raise ValidationFailed(
-                f"Line {problem.line}: {problem.message} (C-13).",
+                "Line {line}: {problem} (C-13).",
+                values={"line": problem.line, "problem": problem.message},
                 field=f"{prefix}content",
                 rule="C-13",
                 details={"line": problem.line, "decorator": problem.name},

@@ -18,7 +18,7 @@ from books.services.positions import (
     _next_position,
     _positions_write,
 )
-from lore_platform.errors import NotFound
+from lore_platform.errors import NotFound, Term
 from lore_platform.tenancy.actor import Actor
 
 
@@ -124,7 +124,7 @@ def entries_reorder(*, actor: Actor, book: Book, entry_ids: list[int]) -> list[i
     Other entries keep their places, so reordering a page of the list (or the
     whole list) is one call. Returns the book's full order of ids.
     """
-    limits.count_check(len(entry_ids), limits.REORDER_IDS, field="entry_ids", what="A reorder")
+    limits.count_check(len(entry_ids), limits.REORDER_IDS, field="entry_ids", what=Term("A reorder"))
     ids = _ids_clean(entry_ids)
     if len(ids) != len(entry_ids):
         raise _fail("An entry is named twice.", "entry_ids")

@@ -64,7 +64,8 @@ def _entries_of(book: Book, ids: Sequence[int], field: str = "entry_ids") -> lis
     missing = [pk for pk in ids if pk not in found]
     if missing:
         raise NotFound(
-            f"{len(missing)} of these entries are not in this book; nothing was changed.",
+            "{count} of these entries are not in this book; nothing was changed.",
+            values={"count": len(missing)},
             field=field,
             details={"missing": missing[:50]},
         )

@@ -30,7 +30,7 @@ from books.access import access_book
 from books.formats import ImportedBook, ImportedEntry, normalise_text, write_native
 from books.imports import book_import_into, book_import_new
 from books.models import Entry, Profile
-from lore_platform.errors import Conflict, DomainError, PermissionDenied, ValidationFailed
+from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
 from lore_platform.jobs import prompts, splitter
 from lore_platform.jobs.llm import Completion, LlmClient, LlmConfig, LlmError, NotJson, OpenAICompatible, Usage, parse_json
 from lore_platform.jobs.models import ACTIVE_STATES, FINAL_STATES, Job, JobKind, JobState, TenantModelSettings
@@ -143,7 +143,7 @@ def job_generate_start(
     """
     _write_check(actor)
     description = _text(description, "description", "The description")
-    limits.count_check(len(description), limits.GENERATE_PROMPT, field="description", what="The description")
+    limits.count_check(len(description), limits.GENERATE_PROMPT, field="description", what=Term("The description"))
     config = model_config_for(actor.tenant)
     if not config.configured:
         raise NoModelConfigured(
@@ -161,7 +161,7 @@ def job_generate_start(
         target = {"book": book.pk}  # the review offers it as where the draft goes
         if not titles:
             existing = list(Entry.objects.for_tenant(actor.tenant).filter(book=book).values_list("title", flat=True))
-    limits.text_check(language or "", limits.BOOK_LANGUAGE, field="language", what="The language code")
+    limits.text_check(language or "", limits.BOOK_LANGUAGE, field="language", what=Term("The language code"))
     data = {"description": description, "language": language or "",
             "titles": existing[: limits.SMART_ENTRIES_PER_BOOK.value], **target}
     return _job_create(actor, kind=JobKind.GENERATE, data=data, model=config.model)
@@ -174,7 +174,7 @@ def job_split_start(*, actor: Actor, text: str, book_id: int | None = None) -> J
     """
     _write_check(actor)
     text = _text(text, "text", "The text")
-    limits.count_check(len(text), limits.SPLIT_TEXT_INPUT, field="text", what="The text")
+    limits.count_check(len(text), limits.SPLIT_TEXT_INPUT, field="text", what=Term("The text"))
     data: dict[str, Any] = {"text": text}
     if book_id is not None:
         data["book"] = access_book(actor, book_id, need="edit").pk
