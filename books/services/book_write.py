@@ -17,7 +17,7 @@ from books.services.cleaning import (
     _as_choice,
     _book_clean,
     _book_rules_check,
-    _fail,
+    field_refusal,
     _unknown_fields,
 )
 from books.services.positions import _book_lock
@@ -32,7 +32,7 @@ def _lineage_resolve(actor: Actor, value: Any) -> Lineage:
         return value
     if isinstance(value, (uuid.UUID, str)):
         return lineage_get(tenant=actor.tenant, public_id=value)
-    raise _fail("Name the lineage by its id.", "lineage")
+    raise field_refusal("Name the lineage by its id.", "lineage")
 
 
 @transaction.atomic
@@ -46,7 +46,7 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
     default_scope = Scope.SERVER if profile == Profile.SERVER else Scope.PERSONAL
     scope = _as_choice(fields.pop("scope", None) or default_scope, "scope", Scope.values)
     if profile == Profile.SERVER and scope == Scope.PERSONAL:
-        raise _fail("Server lorebooks are server-wide or belong to a persona (S-2).", "scope", "S-2")
+        raise field_refusal("Server lorebooks are server-wide or belong to a persona (S-2).", "scope", "S-2")
     lineage_value = fields.pop("lineage", None)
     if scope == Scope.PERSONAL and actor.user is None:
         raise PermissionDenied("This API key acts for no user, so it cannot own a book.")
@@ -60,13 +60,13 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
 
     if scope == Scope.PERSONA:
         if lineage_value is None:
-            raise _fail("A persona book names the persona's lineage (S-2).", "lineage", "S-2")
+            raise field_refusal("A persona book names the persona's lineage (S-2).", "lineage", "S-2")
         book.lineage = _lineage_resolve(actor, lineage_value)
         if Book.objects.for_tenant(actor.tenant).filter(lineage=book.lineage).exists():
             raise Conflict("This lineage has its book already; personas of a lineage share one (S-2).",
                            field="lineage", rule="S-2")
     elif lineage_value is not None:
-        raise _fail("Only persona books belong to a lineage (S-2).", "lineage", "S-2")
+        raise field_refusal("Only persona books belong to a lineage (S-2).", "lineage", "S-2")
 
     _book_rules_check(book)
     book.save()

@@ -11,7 +11,7 @@ from django.utils import timezone
 from books import limits
 from books.models import Book, Entry
 from books.services import versions
-from books.services.cleaning import _as_bool, _entry_clean, _fail
+from books.services.cleaning import _as_bool, _entry_clean, field_refusal
 from books.services.positions import (
     _book_lock,
     _book_order,
@@ -32,12 +32,12 @@ def entries_create_bulk(*, actor: Actor, book: Book, entries: list[dict[str, Any
     """
     book = _book_lock(actor, book)
     if not isinstance(entries, list):
-        raise _fail("Send a list of entries.", "entries")
+        raise field_refusal("Send a list of entries.", "entries")
     limits.import_batch_check(len(entries))
     cleaned = []
     for index, fields in enumerate(entries):
         if not isinstance(fields, Mapping):
-            raise _fail("Each entry is a JSON object.", f"entries[{index}]")
+            raise field_refusal("Each entry is a JSON object.", f"entries[{index}]")
         cleaned.append(_entry_clean(book, fields, creating=True, prefix=f"entries[{index}]."))
     if not cleaned:
         return []

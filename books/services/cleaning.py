@@ -44,7 +44,7 @@ ENTRY_EDITABLE_FIELDS = frozenset({*ENTRY_LORE_FIELDS, "canon", "channels", "ext
 ENTRY_CREATE_ONLY_FIELDS = frozenset({"unresolved_channels"})
 
 
-def _fail(
+def field_refusal(
     message: str, field: str, rule: str | None = None, *, values: Mapping[str, Any] | None = None
 ) -> ValidationFailed:
     """A refusal of one field; ``message`` is a literal template when ``values`` fill it in."""
@@ -53,13 +53,13 @@ def _fail(
 
 def _as_text(value: Any, field: str) -> str:
     if not isinstance(value, str):
-        raise _fail("Must be text.", field)
+        raise field_refusal("Must be text.", field)
     return value
 
 
 def _as_bool(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
-        raise _fail("Must be true or false.", field)
+        raise field_refusal("Must be true or false.", field)
     return value
 
 
@@ -67,20 +67,20 @@ def _as_int(value: Any, field: str, *, nullable: bool = False) -> int | None:
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail("Must be a whole number.", field)
+        raise field_refusal("Must be a whole number.", field)
     if not INT32[0] <= value <= INT32[1]:
-        raise _fail("Number out of range.", field)
+        raise field_refusal("Number out of range.", field)
     return value
 
 
 def _as_str_list(value: Any, field: str, *, dedupe: bool = False) -> list[str]:
     if not isinstance(value, (list, tuple)):
-        raise _fail("Must be a list of text.", field)
+        raise field_refusal("Must be a list of text.", field)
     items: list[str] = []
     seen: set[str] = set()  # a set, not a list search: 100,000 tags take milliseconds, not minutes
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise _fail("Must be text.", f"{field}[{index}]")
+            raise field_refusal("Must be text.", f"{field}[{index}]")
         item = item.strip()
         if item and not (dedupe and item in seen):
             items.append(item)
@@ -90,20 +90,20 @@ def _as_str_list(value: Any, field: str, *, dedupe: bool = False) -> list[str]:
 
 def _as_choice(value: Any, field: str, choices: Sequence[str]) -> str:
     if value not in choices:
-        raise _fail("Must be one of {choices}.", field, values={"choices": ", ".join(choices)})
+        raise field_refusal("Must be one of {choices}.", field, values={"choices": ", ".join(choices)})
     return str(value)
 
 
 def _as_dict(value: Any, field: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _fail("Must be a JSON object.", field)
+        raise field_refusal("Must be a JSON object.", field)
     return value
 
 
 def _unknown_fields(fields: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
     unknown = sorted(set(fields) - set(allowed))
     if unknown:
-        raise _fail("Unknown or read-only field {name}.", f"{prefix}{unknown[0]}", values={"name": repr(unknown[0])})
+        raise field_refusal("Unknown or read-only field {name}.", f"{prefix}{unknown[0]}", values={"name": repr(unknown[0])})
 
 
 def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,16 +130,16 @@ def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
 def _book_rules_check(book: Book) -> None:
     """Rules that depend on the whole book (after the change is applied)."""
     if book.channels and not (book.profile == Profile.SERVER and book.scope == Scope.SERVER):
-        raise _fail(
+        raise field_refusal(
             "Channel restrictions on a book are for server-wide collections; persona books restrict each entry (S-11).",
             "channels",
             "S-11",
         )
     if book.living_world:
         if book.profile != Profile.SMART:
-            raise _fail("The living world is a world-book feature.", "living_world", "L-1")
+            raise field_refusal("The living world is a world-book feature.", "living_world", "L-1")
         if book.owner_id is None or book.visibility != Visibility.PRIVATE:
-            raise _fail("The living world needs a private book owned by a user (L-1).", "living_world", "L-1")
+            raise field_refusal("The living world needs a private book owned by a user (L-1).", "living_world", "L-1")
 
 
 def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefix: str = "") -> dict[str, Any]:
@@ -151,7 +151,7 @@ def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefi
     if "canon" in fields:
         canon = _as_bool(fields["canon"], f"{p}canon")
         if "constant" in fields and fields["constant"] != canon:
-            raise _fail("`canon` and `constant` name the same flag; send one.", f"{p}canon")
+            raise field_refusal("`canon` and `constant` name the same flag; send one.", f"{p}canon")
         cleaned["constant"] = canon
     for name, value in fields.items():
         field = f"{p}{name}"
@@ -194,9 +194,9 @@ def _entry_rules_check(book: Book, cleaned: Mapping[str, Any], *, prefix: str) -
     for name in ("channels", "unresolved_channels"):
         if cleaned.get(name) and not (book.profile == Profile.SERVER and book.scope == Scope.PERSONA):
             if book.scope == Scope.SERVER:
-                raise _fail("Per-entry channels belong to persona books; set them on the collection (S-11).",
+                raise field_refusal("Per-entry channels belong to persona books; set them on the collection (S-11).",
                             f"{prefix}{name}", "S-11")
-            raise _fail("Per-entry channels belong to persona books; they exist only in server lorebooks (S-11).",
+            raise field_refusal("Per-entry channels belong to persona books; they exist only in server lorebooks (S-11).",
                         f"{prefix}{name}", "S-11")
     if "content" in cleaned and book.profile == Profile.CLASSIC:
         report = decorators_read(cleaned["content"])

@@ -9,7 +9,7 @@ from django.utils import timezone
 from books import limits
 from books.models import Book, Entry
 from books.services import versions
-from books.services.cleaning import _as_choice, _as_int, _entry_clean, _fail
+from books.services.cleaning import _as_choice, _as_int, _entry_clean, field_refusal
 from books.services.positions import (
     _book_lock,
     _book_order,
@@ -96,13 +96,13 @@ def entry_move(*, actor: Actor, entry: Entry, position: int | None = None, to: M
     List order decides which canon survives a small model (W-1).
     """
     if (position is None) == (to is None):
-        raise _fail("Give either a position or top/bottom.", "position")
+        raise field_refusal("Give either a position or top/bottom.", "position")
     if to is not None:
         _as_choice(to, "to", ("top", "bottom"))
     else:
         position = _as_int(position, "position")
         if position is not None and position < 0:
-            raise _fail("Positions start at 0.", "position")
+            raise field_refusal("Positions start at 0.", "position")
     book = _book_lock(actor, entry.book)
     order = _book_order(book)
     ids = [pk for pk, _ in order]
@@ -127,7 +127,7 @@ def entries_reorder(*, actor: Actor, book: Book, entry_ids: list[int]) -> list[i
     limits.count_check(len(entry_ids), limits.REORDER_IDS, field="entry_ids", what=Term("A reorder"))
     ids = _ids_clean(entry_ids)
     if len(ids) != len(entry_ids):
-        raise _fail("An entry is named twice.", "entry_ids")
+        raise field_refusal("An entry is named twice.", "entry_ids")
     book = _book_lock(actor, book)
     _entries_of(book, ids)
     order = _book_order(book)

@@ -8,7 +8,7 @@ from django.db.models import Max
 
 from books.access import access_book
 from books.models import Book, Entry, Profile
-from books.services.cleaning import _fail
+from books.services.cleaning import field_refusal
 from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -48,11 +48,11 @@ def _next_position(book: Book) -> int:
 
 def _ids_clean(entry_ids: Any, field: str = "entry_ids") -> list[int]:
     if not isinstance(entry_ids, (list, tuple)) or not entry_ids:
-        raise _fail("Name at least one entry.", field)
+        raise field_refusal("Name at least one entry.", field)
     seen: list[int] = []
     for index, value in enumerate(entry_ids):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _fail("Entry ids are whole numbers.", f"{field}[{index}]")
+            raise field_refusal("Entry ids are whole numbers.", f"{field}[{index}]")
         if value not in seen:
             seen.append(value)
     return seen

@@ -101,8 +101,8 @@ def refusal_class_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
 
 def message_call_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
     """The calls whose first argument is an English message pages translate: every refusal class,
-    ``Term`` and ``entry_warning``."""
-    return refusal_class_names(root) | {"Term", "entry_warning"}
+    ``Term``, ``entry_warning`` and ``field_refusal`` (the editor's one-field refusal)."""
+    return refusal_class_names(root) | {"Term", "entry_warning", "field_refusal"}
 
 
 def main() -> int:

@@ -129,8 +129,8 @@ def test_a_spanish_page_says_the_refusal_in_spanish_and_the_api_in_english(tenan
     assert "A public book keeps" not in page
     api = Client(HTTP_AUTHORIZATION=f"Api-Key {tenant_a.member_key}", HTTP_ACCEPT_LANGUAGE="es")
     answer = api.delete(f"/api/v1/books/{book.pk}/entries/{first.pk}")
-    assert answer.status_code == 422 and answer.json()["rule"] == "P-1"
-    assert answer.json()["message"].startswith("A public book keeps")
+    assert answer.status_code == 422 and answer.json()["error"]["rule"] == "P-1"
+    assert answer.json()["error"]["message"].startswith("A public book keeps")
 
 
 def _public_floor_refusal(book) -> DomainError:
