@@ -162,10 +162,19 @@ def _title_taken_check(actor: Actor, *, scope: str, title: str) -> None:
     wanted = normalise_text(title)
     for pk, existing in books.values_list("pk", "title"):
         if normalise_text(existing) == wanted:
-            whose = "You have" if scope == Scope.PERSONAL else "The tenant has"
+            if scope == Scope.PERSONAL:
+                raise Conflict(
+                    "You have a book named {title} already; an import never overwrites a book (I-2). "
+                    "Type another name, or import into that book.",
+                    values={"title": repr(existing)},
+                    field="title",
+                    rule="I-2",
+                    details={"book": pk},
+                )
             raise Conflict(
-                f"{whose} a book named {existing!r} already; an import never overwrites a book (I-2). "
+                "The tenant has a book named {title} already; an import never overwrites a book (I-2). "
                 "Type another name, or import into that book.",
+                values={"title": repr(existing)},
                 field="title",
                 rule="I-2",
                 details={"book": pk},
@@ -312,20 +321,20 @@ def book_import_new(
     """
     if profile not in Profile.values:
         raise ValidationFailed(
-            f"Unknown profile {profile!r}; expected one of {', '.join(Profile.values)}.", field="profile", rule="I-5"
+            "Unknown profile {profile}; expected one of {profiles}.",
+            values={"profile": repr(profile), "profiles": ", ".join(Profile.values)},
+            field="profile",
+            rule="I-5",
         )
     if scope is None:
         scope = str(Scope.SERVER if profile == Profile.SERVER else Scope.PERSONAL)
     elif scope not in Scope.values:
-        raise ValidationFailed(f"Unknown scope {scope!r}.", field="scope", rule="S-2")
+        raise ValidationFailed("Unknown scope {scope}.", values={"scope": repr(scope)}, field="scope", rule="S-2")
     _write_allowed_check(actor, scope)
-    if (scope == Scope.PERSONA) != (lineage is not None):
-        message = (
-            "A persona book names the persona's lineage (S-2)."
-            if scope == Scope.PERSONA
-            else "Only persona books belong to a lineage (S-2)."
-        )
-        raise ValidationFailed(message, field="lineage", rule="S-2")
+    if scope == Scope.PERSONA and lineage is None:
+        raise ValidationFailed("A persona book names the persona's lineage (S-2).", field="lineage", rule="S-2")
+    if scope != Scope.PERSONA and lineage is not None:
+        raise ValidationFailed("Only persona books belong to a lineage (S-2).", field="lineage", rule="S-2")
     typed = (title or "").strip()
     if typed:
         text_check(typed, "title")
@@ -375,7 +384,12 @@ def book_import_into(
     for server-wide and persona books; a write key). All or nothing (I-3).
     """
     if mode not in IMPORT_MODES:
-        raise ValidationFailed(f"Unknown import mode {mode!r}; expected append or replace.", field="mode", rule="I-2")
+        raise ValidationFailed(
+            "Unknown import mode {mode}; expected append or replace.",
+            values={"mode": repr(mode)},
+            field="mode",
+            rule="I-2",
+        )
     if not actor.can_write:
         raise PermissionDenied("This API key may only read; importing needs the write scope.", field="file", rule="S-1")
     # Refuse strangers before reading their upload (the lock below checks again).

@@ -31,7 +31,15 @@ from books import limits
 from books.access import access_book, book_can_read
 from books.models import Book, Entry, LoreWrite, Profile, Visibility
 from books.services import entry_create, entry_delete, entry_update
-from lore_platform.errors import Conflict, DomainError, LimitExceeded, NotFound, PermissionDenied, Term, ValidationFailed
+from lore_platform.errors import (
+    Conflict,
+    DomainError,
+    LimitExceeded,
+    NotFound,
+    PermissionDenied,
+    Term,
+    ValidationFailed,
+)
 from lore_platform.tenancy.actor import Actor
 
 # How an append joins the lore it grows: a paragraph of its own.
@@ -164,8 +172,9 @@ def living_budget_check(book: Book, *, now: Any = None) -> int:
         oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
         free_at = (oldest or now) + limits.LIVING_WORLD_WINDOW
         raise LimitExceeded(
-            f"This book took {used} writes in the last 24 hours; the limit is {budget.value} (L-3). "
-            f"The next write is possible after {free_at.isoformat(timespec='seconds')}.",
+            "This book took {used} writes in the last 24 hours; the limit is {limit} (L-3). "
+            "The next write is possible after {next_write_at}.",
+            values={"used": used, "limit": budget.value, "next_write_at": free_at.isoformat(timespec="seconds")},
             field="book", rule=budget.rule, code="write_budget_exhausted",
             details={"limit": budget.value, "actual": used, "unit": budget.unit,
                      "next_write_at": free_at.isoformat(timespec="seconds")},
@@ -269,7 +278,8 @@ def lore_write(
     if tool == TOOL_CREATE:
         unknown = set(arguments) - {"book", "title", "lore", "aliases"}
         if unknown:
-            raise ValidationFailed(f"Unknown argument {sorted(unknown)[0]!r}.", field=sorted(unknown)[0])
+            name = sorted(unknown)[0]
+            raise ValidationFailed("Unknown argument {name}.", values={"name": repr(name)}, field=name)
         write.kind = LoreWrite.Kind.CREATE
         write.title = _text(arguments.get("title"), "title")
         write.text = _text(arguments.get("lore"), "lore")
@@ -278,7 +288,8 @@ def lore_write(
     elif tool == TOOL_APPEND:
         unknown = set(arguments) - {"book", "entry", "text"}
         if unknown:
-            raise ValidationFailed(f"Unknown argument {sorted(unknown)[0]!r}.", field=sorted(unknown)[0])
+            name = sorted(unknown)[0]
+            raise ValidationFailed("Unknown argument {name}.", values={"name": repr(name)}, field=name)
         write.kind = LoreWrite.Kind.APPEND
         entry = _entry_of(locked, arguments.get("entry"))
         write.entry = entry
@@ -286,7 +297,8 @@ def lore_write(
         write.text = _text(arguments.get("text"), "text")
         _grown(entry, write.text)
     else:
-        raise ValidationFailed(f"Unknown tool {tool!r}; the living world has {', '.join(TOOL_NAMES)}.", field="tool")
+        raise ValidationFailed("Unknown tool {tool}; the living world has {tools}.",
+                               values={"tool": repr(tool), "tools": ", ".join(TOOL_NAMES)}, field="tool")
     if locked.living_world_review:
         write.state = LoreWrite.State.HELD
     else:
@@ -306,6 +318,19 @@ def _write_get(actor: Actor, book: Book, write_id: int | str) -> LoreWrite:
     return write
 
 
+# A write's state as a refusal names it (pages say it in their language).
+_STATE_SAID = {
+    LoreWrite.State.APPLIED: Term("applied"),
+    LoreWrite.State.HELD: Term("held"),
+    LoreWrite.State.REJECTED: Term("rejected"),
+    LoreWrite.State.UNDONE: Term("undone"),
+}
+
+
+def _state_said(write: LoreWrite) -> str:
+    return _STATE_SAID.get(write.state, str(write.state))
+
+
 def _changes_since(write: LoreWrite, entry: Entry) -> list[str]:
     """What differs between the entry now and as ``write`` left it."""
     changed = []
@@ -323,8 +348,8 @@ def _changes_since(write: LoreWrite, entry: Entry) -> list[str]:
 
 def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
     if write.state != LoreWrite.State.APPLIED:
-        raise Conflict(f"This AI update is {write.state}, not applied: there is nothing to undo.",
-                       field="write", rule="L-4", code="not_applied")
+        raise Conflict("This AI update is {state}, not applied: there is nothing to undo.",
+                       values={"state": _state_said(write)}, field="write", rule="L-4", code="not_applied")
     later = Q(created_at__gt=write.created_at) | Q(created_at=write.created_at, pk__gt=write.pk)
     newer_ids = list(
         LoreWrite.objects.for_tenant(book.tenant)
@@ -333,8 +358,9 @@ def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
     )
     if newer_ids:
         raise Conflict(
-            f"A newer AI update (#{newer_ids[0]}) changed this entry after this one; undo goes newest to oldest, "
+            "A newer AI update (#{newer}) changed this entry after this one; undo goes newest to oldest, "
             "so undo that one first (L-4).",
+            values={"newer": newer_ids[0]},
             field="write", rule="L-4", code="undo_order", details={"newer": newer_ids},
         )
     entry = Entry.objects.for_tenant(book.tenant).filter(book=book, pk=write.entry_id).first()
@@ -342,8 +368,10 @@ def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
         pass  # deleted by hand since: nothing of this write is left, so it is undone as it stands
     elif changed := _changes_since(write, entry):
         raise Conflict(
-            f"The entry \"{entry.title}\" changed since this AI update ({', '.join(changed)} edited); undoing it "
+            "The entry \"{title}\" changed since this AI update ({changed} edited); undoing it "
             "would lose that change, so it stays. Edit the entry by hand instead (L-4).",
+            # What changed, in its fixed order (lore, title, aliases): each combination is a term of its own.
+            values={"title": entry.title, "changed": Term(", ".join(changed))},
             field="write", rule="L-4", code="undo_conflict", details={"changed": changed, "entry": entry.pk},
         )
     elif write.kind == LoreWrite.Kind.CREATE:
@@ -404,7 +432,8 @@ def _edits_clean(write: LoreWrite, edits: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(edits) - allowed
     if unknown:
         name = sorted(unknown)[0]
-        raise ValidationFailed(f"A {write.kind} write cannot edit {name!r}; it has {', '.join(sorted(allowed))}.",
+        raise ValidationFailed("A {kind} write cannot edit {name}; it has {allowed}.",
+                               values={"kind": write.kind, "name": repr(name), "allowed": ", ".join(sorted(allowed))},
                                field=name)
     cleaned: dict[str, Any] = {}
     if "title" in edits:
@@ -424,8 +453,8 @@ def lore_write_edit(*, actor: Actor, book: Book, write_id: int | str, edits: Map
     locked = _book_for_write(actor, book)
     write = _write_get(actor, locked, write_id)
     if write.state != LoreWrite.State.HELD:
-        raise Conflict(f"This AI update is {write.state}; only held ones are edited before accepting.",
-                       field="write", rule="L-4", code="not_held")
+        raise Conflict("This AI update is {state}; only held ones are edited before accepting.",
+                       values={"state": _state_said(write)}, field="write", rule="L-4", code="not_held")
     cleaned = _edits_clean(write, edits)
     for name, value in cleaned.items():
         setattr(write, name, value)
@@ -448,8 +477,8 @@ def lore_write_accept(
         locked = _book_for_write(actor, book)
         write = _write_get(actor, locked, write_id)
         if write.state != LoreWrite.State.HELD:
-            raise Conflict(f"This AI update is {write.state}; only held ones are accepted.",
-                           field="write", rule="L-4", code="not_held")
+            raise Conflict("This AI update is {state}; only held ones are accepted.",
+                           values={"state": _state_said(write)}, field="write", rule="L-4", code="not_held")
         _apply(actor, locked, write)
         write.decided_at = timezone.now()
         write.decided_by = "accepted"
@@ -462,8 +491,8 @@ def lore_write_reject(*, actor: Actor, book: Book, write_id: int | str) -> LoreW
     locked = _book_for_write(actor, book)
     write = _write_get(actor, locked, write_id)
     if write.state != LoreWrite.State.HELD:
-        raise Conflict(f"This AI update is {write.state}; only held ones are rejected.",
-                       field="write", rule="L-4", code="not_held")
+        raise Conflict("This AI update is {state}; only held ones are rejected.",
+                       values={"state": _state_said(write)}, field="write", rule="L-4", code="not_held")
     write.state = LoreWrite.State.REJECTED
     write.decided_at = timezone.now()
     write.decided_by = "rejected"
@@ -480,6 +509,7 @@ def lore_writes_list(*, actor: Actor, book: Book, state: str | None = None) -> A
     rows = LoreWrite.objects.for_tenant(actor.tenant).filter(book=book).order_by("-created_at", "-id")
     if state:
         if state not in LoreWrite.State.values:
-            raise ValidationFailed(f"state is one of {', '.join(LoreWrite.State.values)}.", field="state")
+            raise ValidationFailed("state is one of {states}.", values={"states": ", ".join(LoreWrite.State.values)},
+                                   field="state")
         rows = rows.filter(state=state)
     return rows

@@ -46,7 +46,10 @@ def export_book(book: ImportedBook, to: str, *, image: bytes | None = None) -> b
     from lore_platform.errors import ValidationFailed
 
     raise ValidationFailed(
-        f"unknown export format {to!r}; expected one of {', '.join(EXPORT_FORMATS)}", field="to", rule="I-6"
+        "unknown export format {to}; expected one of {formats}",
+        values={"to": repr(to), "formats": ", ".join(EXPORT_FORMATS)},
+        field="to",
+        rule="I-6",
     )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Any, NoReturn
 
-from lore_platform.errors import PayloadTooLarge, ValidationFailed
+from lore_platform.errors import PayloadTooLarge, Term, ValidationFailed
 
 # Format errors cite I-1 (what the importer accepts); limits cite I-3.
 RULE_FORMAT = "I-1"
@@ -33,26 +33,53 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def refuse(message: str, path: str | None = None, *, rule: str = RULE_FORMAT, **details: Any) -> NoReturn:
-    raise ValidationFailed(message, field=path, rule=rule, details=details or None)
+def refuse(
+    message: str,
+    path: str | None = None,
+    *,
+    rule: str = RULE_FORMAT,
+    values: Mapping[str, Any] | None = None,
+    **details: Any,
+) -> NoReturn:
+    """Refuse the file (I-1 unless ``rule`` says otherwise). With ``values``, ``message`` is a template
+    (``"{path} must be a string, not {type}"``) the pages translate; the API says it filled in."""
+    raise ValidationFailed(message, field=path, rule=rule, details=details or None, values=values)
 
 
-def too_large(message: str, limit: int, **details: Any) -> NoReturn:
-    """A card/file size limit (I-3): 413, nothing read further."""
-    raise PayloadTooLarge(message, field="file", rule=RULE_LIMITS, details={"limit": limit, **details})
+def _refuse_clipped(template: str, path: str, values: Mapping[str, Any], *, clip: str, limit: int = 200) -> NoReturn:
+    """``refuse`` with English of at most ``limit`` characters: a value quoted from the file can be
+    long. ``values[clip]`` ends the template and is cut to fit, so the English is exactly
+    ``template.format(**values)[:limit]``."""
+    values = dict(values)
+    over = len(template.format(**values)) - limit
+    if over > 0:
+        quoted = str(values[clip])
+        values[clip] = quoted[: max(0, len(quoted) - over)]
+    refusal = ValidationFailed(template, field=path, rule=RULE_FORMAT, values=values)
+    if len(refusal.message) > limit:  # the path alone is longer than the limit: cut the English itself
+        refusal.message = refusal.message[:limit]
+        refusal.args = (refusal.message,)
+    raise refusal
+
+
+def too_large(message: str, limit: int, *, values: Mapping[str, Any] | None = None, **details: Any) -> NoReturn:
+    """A card/file size limit (I-3): 413, nothing read further. With ``values``, ``message`` is a
+    template (as for :func:`refuse`)."""
+    raise PayloadTooLarge(message, field="file", rule=RULE_LIMITS, details={"limit": limit, **details}, values=values)
 
 
 def check_size(data: bytes, limit: int, what: str) -> None:
     if len(data) > limit:
         raise PayloadTooLarge(
-            f"{what} is {len(data):,} bytes; the limit is {limit:,} bytes",
+            "{what} is {size:,} bytes; the limit is {limit:,} bytes",
+            values={"what": what, "size": len(data), "limit": limit},
             field="file",
             rule=RULE_LIMITS,
             details={"size": len(data), "limit": limit},
         )
 
 
-def decode_text(data: bytes, what: str = "file") -> str:
+def decode_text(data: bytes, what: str = Term("file")) -> str:
     """UTF-8 (a BOM is allowed), or UTF-16 with a BOM; anything else is refused."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -60,11 +87,13 @@ def decode_text(data: bytes, what: str = "file") -> str:
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError as exc:
-            refuse(f"{what} is not valid UTF-16: {exc.reason} at byte {exc.start}", "file")
+            refuse("{what} is not valid UTF-16: {reason} at byte {byte}", "file",
+                   values={"what": what, "reason": exc.reason, "byte": exc.start})
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        refuse(f"{what} is not valid UTF-8 (byte {exc.start}: {exc.reason})", "file")
+        refuse("{what} is not valid UTF-8 (byte {byte}: {reason})", "file",
+               values={"what": what, "byte": exc.start, "reason": exc.reason})
 
 
 def max_nesting(text: str, limit: int) -> int:
@@ -82,13 +111,13 @@ def max_nesting(text: str, limit: int) -> int:
 
 
 def _reject_constant(name: str) -> NoReturn:
-    refuse(f"JSON contains {name}, which is not a number JSON allows", "file")
+    refuse("JSON contains {name}, which is not a number JSON allows", "file", values={"name": name})
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        refuse(f"JSON number {text[:40]} is out of range", "file")
+        refuse("JSON number {number} is out of range", "file", values={"number": text[:40]})
     return value
 
 
@@ -98,29 +127,30 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                refuse(f"duplicate key {key!r} in a JSON object", "file", key=key)
+                refuse("duplicate key {key} in a JSON object", "file", values={"key": repr(key)}, key=key)
             seen.add(key)
     return out
 
 
-def loads(data: bytes, *, limit_bytes: int, max_depth: int, what: str = "JSON file") -> Any:
+def loads(data: bytes, *, limit_bytes: int, max_depth: int, what: str = Term("JSON file")) -> Any:
     """Decode untrusted JSON bytes; every failure is a ``DomainError``."""
     check_size(data, limit_bytes, what)
     if not data.strip():
-        refuse(f"{what} is empty", "file")
+        refuse("{what} is empty", "file", values={"what": what})
     text = decode_text(data, what)
     return loads_text(text, max_depth=max_depth, what=what)
 
 
-def loads_text(text: str, *, max_depth: int, what: str = "JSON") -> Any:
+def loads_text(text: str, *, max_depth: int, what: str = Term("JSON")) -> Any:
     if not text.strip():
-        refuse(f"{what} is empty", "file")
+        refuse("{what} is empty", "file", values={"what": what})
     depth = max_nesting(text, max_depth)
     if depth > max_depth:
         refuse(
-            f"{what} is nested deeper than {max_depth} levels",
+            "{what} is nested deeper than {max_depth} levels",
             "file",
             rule=RULE_LIMITS,
+            values={"what": what, "max_depth": max_depth},
             limit=max_depth,
         )
     try:
@@ -128,12 +158,15 @@ def loads_text(text: str, *, max_depth: int, what: str = "JSON") -> Any:
             text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant, parse_float=_finite_float
         )
     except json.JSONDecodeError as exc:
-        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
-        refuse(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}", "file")
+        where = {"what": what, "error": exc.msg, "line": exc.lineno, "column": exc.colno}
+        if exc.pos >= len(text.rstrip()):
+            refuse("{what} is not valid JSON: {error} at line {line} column {column} (the file looks truncated)",
+                   "file", values=where)
+        refuse("{what} is not valid JSON: {error} at line {line} column {column}", "file", values=where)
     except RecursionError:
-        refuse(f"{what} is nested too deeply", "file", rule=RULE_LIMITS)
+        refuse("{what} is nested too deeply", "file", rule=RULE_LIMITS, values={"what": what})
     except ValueError as exc:  # e.g. integers longer than Python accepts
-        refuse(f"{what} is not valid JSON: {exc}", "file")
+        refuse("{what} is not valid JSON: {error}", "file", values={"what": what, "error": str(exc)})
 
 
 # --- coercion -------------------------------------------------------------------
@@ -143,18 +176,19 @@ _FALSE = {"false", "0", "no", "off", ""}
 
 
 def type_name(value: Any) -> str:
+    """The JSON type of ``value`` as a refusal names it (a ``Term``: pages say it in their language)."""
     if value is None:
-        return "null"
+        return Term("null")
     if isinstance(value, bool):
-        return "boolean"
+        return Term("boolean")
     if isinstance(value, (int, float)):
-        return "number"
+        return Term("number")
     if isinstance(value, str):
-        return "string"
+        return Term("string")
     if isinstance(value, list):
-        return "array"
+        return Term("array")
     if isinstance(value, dict):
-        return "object"
+        return Term("object")
     return type(value).__name__
 
 
@@ -165,7 +199,7 @@ def as_text(value: Any, path: str, default: str = "") -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    refuse(f"{path} must be a string, not {type_name(value)}", path)
+    refuse("{path} must be a string, not {type}", path, values={"path": path, "type": type_name(value)})
 
 
 def as_bool(value: Any, path: str, default: bool) -> bool:
@@ -184,19 +218,20 @@ def as_opt_bool(value: Any, path: str) -> bool | None:
             return True
         if lowered in _FALSE:
             return False if lowered else None
-    refuse(f"{path} must be true or false, not {value!r}"[:200], path)
+    _refuse_clipped("{path} must be true or false, not {value}", path, {"path": path, "value": repr(value)},
+                    clip="value")
 
 
 def _number(value: Any, path: str) -> float | int | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        refuse(f"{path} must be a number, not a boolean", path)
+        refuse("{path} must be a number, not a boolean", path, values={"path": path})
     if isinstance(value, int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            refuse(f"{path} must be a finite number", path)
+            refuse("{path} must be a finite number", path, values={"path": path})
         return value
     if isinstance(value, str):
         stripped = value.strip()
@@ -205,11 +240,12 @@ def _number(value: Any, path: str) -> float | int | None:
         try:
             parsed = float(stripped) if any(c in stripped for c in ".eE") else int(stripped)
         except ValueError:
-            refuse(f"{path} must be a number, not {value!r}"[:200], path)
+            _refuse_clipped("{path} must be a number, not {value}", path, {"path": path, "value": repr(value)},
+                            clip="value")
         if isinstance(parsed, float) and not math.isfinite(parsed):
-            refuse(f"{path} must be a finite number", path)
+            refuse("{path} must be a finite number", path, values={"path": path})
         return parsed
-    refuse(f"{path} must be a number, not {type_name(value)}", path)
+    refuse("{path} must be a number, not {type}", path, values={"path": path, "type": type_name(value)})
 
 
 def as_opt_int(value: Any, path: str, *, lo: int = -INT32_MAX, hi: int = INT32_MAX) -> int | None:
@@ -218,10 +254,11 @@ def as_opt_int(value: Any, path: str, *, lo: int = -INT32_MAX, hi: int = INT32_M
         return None
     if isinstance(number, float):
         if abs(number) > INT32_MAX:
-            refuse(f"{path} is out of range ({lo}..{hi})", path)
+            refuse("{path} is out of range ({lo}..{hi})", path, values={"path": path, "lo": lo, "hi": hi})
         number = round(number)
     if not lo <= number <= hi:
-        refuse(f"{path} is out of range ({lo}..{hi}): {number}"[:200], path)
+        _refuse_clipped("{path} is out of range ({lo}..{hi}): {number}", path,
+                        {"path": path, "lo": lo, "hi": hi, "number": number}, clip="number")
     return number
 
 
@@ -248,13 +285,13 @@ def as_keys(value: Any, path: str) -> tuple[str, ...]:
             if text.strip():
                 out.append(text)
         return tuple(out)
-    refuse(f"{path} must be a list of strings, not {type_name(value)}", path)
+    refuse("{path} must be a list of strings, not {type}", path, values={"path": path, "type": type_name(value)})
 
 
 def as_object(value: Any, path: str) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
-    refuse(f"{path} must be an object, not {type_name(value)}", path)
+    refuse("{path} must be an object, not {type}", path, values={"path": path, "type": type_name(value)})
 
 
 def first_present(raw: Mapping[str, Any], names: tuple[str, ...]) -> tuple[str | None, Any]:

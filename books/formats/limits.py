@@ -60,7 +60,8 @@ def check_batch(count: int, limits: FormatLimits) -> None:
     before a single entry is built, so a 10,000-entry file costs nothing."""
     if count > limits.max_import_batch:
         raise LimitExceeded(
-            f"the file holds {count:,} entries; one import takes at most {limits.max_import_batch:,}",
+            "the file holds {count:,} entries; one import takes at most {limit:,}",
+            values={"count": count, "limit": limits.max_import_batch},
             field="entries",
             rule=book_limits.IMPORT_BATCH.rule,
             details={"limit": limits.max_import_batch, "actual": count, "unit": "entries"},
@@ -75,9 +76,11 @@ def limits_with(overrides: Mapping[str, Any] | None) -> FormatLimits:
     clean: dict[str, int] = {}
     for name, value in overrides.items():
         if name not in known:
-            raise ValidationFailed(f"unknown import limit {name!r}", field=name, rule="I-3")
+            raise ValidationFailed("unknown import limit {name}", values={"name": repr(name)}, field=name, rule="I-3")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationFailed(f"import limit {name!r} must be a positive integer", field=name, rule="I-3")
+            raise ValidationFailed(
+                "import limit {name} must be a positive integer", values={"name": repr(name)}, field=name, rule="I-3"
+            )
         clean[name] = value
     return replace(DEFAULT_LIMITS, **clean)
 

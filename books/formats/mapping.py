@@ -56,7 +56,7 @@ from books.formats.model import (
     book_text_check,
 )
 from books.formats.sillytavern import POSITION_NAMES, ST_UI_ONLY
-from lore_platform.errors import DomainError, LimitExceeded, ValidationFailed
+from lore_platform.errors import DomainError, LimitExceeded, Term, ValidationFailed
 
 # SPEC §1: book title ≤ 120, description ≤ 2,000 (W-12).
 MAX_BOOK_TITLE = 120
@@ -317,7 +317,10 @@ def map_for_profile(
     """
     if profile not in PROFILES:
         raise ValidationFailed(
-            f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}", field="profile", rule="I-5"
+            "unknown profile {profile}; expected one of {profiles}",
+            values={"profile": repr(profile), "profiles": ", ".join(PROFILES)},
+            field="profile",
+            rule="I-5",
         )
     min_content = book_limits.limits_for(profile).entry_content
     seen: dict[str, int] = {}
@@ -464,14 +467,21 @@ def plan_book(
     ``existing`` are the fingerprints of the target book (append only).
     """
     if scope not in SCOPES:
-        raise ValidationFailed(f"unknown scope {scope!r}", field="scope", rule="S-2")
+        raise ValidationFailed("unknown scope {scope}", values={"scope": repr(scope)}, field="scope", rule="S-2")
     entries, receipt = map_for_profile(book, profile, existing=existing)
     cap = entry_cap(profile, scope)
     if cap is not None and existing_count + len(entries) > cap.value:
-        pool = {"smart": "book", "server": "persona" if scope == "persona" else "server-wide pool"}[profile]
+        if profile == "smart":
+            holder = Term("a smart book")
+        elif scope == "persona":
+            holder = Term("a server persona")
+        else:
+            holder = Term("a server server-wide pool")
         raise LimitExceeded(
-            f"importing {len(entries):,} entries would make {existing_count + len(entries):,}; a {profile} {pool} "
-            f"holds at most {cap.value:,} ({cap.rule}) — nothing was imported",
+            "importing {adding:,} entries would make {total:,}; {holder} holds at most {limit:,} ({rule}) "
+            "— nothing was imported",
+            values={"adding": len(entries), "total": existing_count + len(entries), "holder": holder,
+                    "limit": cap.value, "rule": cap.rule},
             field="entries",
             rule=cap.rule,
             details={

@@ -39,7 +39,7 @@ from typing import Any
 
 from books.fields import ENTRY_DEFAULTS as D
 from books.fields import PLACEMENTS, ROLES, SECONDARY_LOGICS  # noqa: F401 - re-exported for the formats
-from lore_platform.errors import ValidationFailed
+from lore_platform.errors import Term, ValidationFailed
 PROFILES = ("classic", "server", "smart", "sillytavern")
 SCOPES = ("personal", "server", "persona")
 VISIBILITIES = ("private", "unlisted", "public")
@@ -209,8 +209,9 @@ def text_check(value: Any, path: str) -> None:
         if isinstance(item, str):
             match = _UNSTORABLE.search(item)
             if match:
-                what = "a NUL character" if match.group() == "\x00" else "an unpaired UTF-16 surrogate"
-                raise ValidationFailed(f"{where} contains {what}, which is not text (I-1)", field=where, rule="I-1")
+                what = Term("a NUL character") if match.group() == "\x00" else Term("an unpaired UTF-16 surrogate")
+                raise ValidationFailed("{where} contains {what}, which is not text (I-1)",
+                                       values={"where": where, "what": what}, field=where, rule="I-1")
         elif isinstance(item, Mapping):
             for key, inner in item.items():
                 stack.append((str(key), f"{where}.<key>"))
