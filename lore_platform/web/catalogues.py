@@ -101,8 +101,9 @@ def refusal_class_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
 
 def message_call_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
     """The calls whose first argument is an English message pages translate: every refusal class,
-    ``Term``, ``entry_warning`` and ``field_refusal`` (the editor's one-field refusal)."""
-    return refusal_class_names(root) | {"Term", "entry_warning", "field_refusal"}
+    ``Term``, ``entry_warning``, ``field_refusal`` (the editor's one-field refusal) and the file
+    readers' ``refuse`` / ``too_large`` (books.formats.jsonio)."""
+    return refusal_class_names(root) | {"Term", "entry_warning", "field_refusal", "refuse", "too_large"}
 
 
 def main() -> int:
