@@ -331,6 +331,12 @@ def _state_said(write: LoreWrite) -> str:
     return _STATE_SAID.get(write.state, str(write.state))
 
 
+# What an undo found edited since the AI update, in its fixed order: each combination is a msgid
+# (the refusal names it as a Term, and pages translate it).
+EDITED_PARTS = (gettext_noop("lore"), gettext_noop("title"), gettext_noop("aliases"), gettext_noop("lore, title"),
+                gettext_noop("lore, aliases"), gettext_noop("title, aliases"), gettext_noop("lore, title, aliases"))
+
+
 def _changes_since(write: LoreWrite, entry: Entry) -> list[str]:
     """What differs between the entry now and as ``write`` left it."""
     changed = []
@@ -370,8 +376,7 @@ def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
         raise Conflict(
             "The entry \"{title}\" changed since this AI update ({changed} edited); undoing it "
             "would lose that change, so it stays. Edit the entry by hand instead (L-4).",
-            # What changed, in its fixed order (lore, title, aliases): each combination is a term of its own.
-            values={"title": entry.title, "changed": Term(", ".join(changed))},
+            values={"title": entry.title, "changed": Term(", ".join(changed))},  # one of EDITED_PARTS
             field="write", rule="L-4", code="undo_conflict", details={"changed": changed, "entry": entry.pk},
         )
     elif write.kind == LoreWrite.Kind.CREATE:
