@@ -25,8 +25,17 @@ def _target(actor: Actor, kind: str, target_id: int | None) -> dict[str, object]
         raise ValidationFailed("target must be character, story, novel or tenant.", field="target")
     found = model.objects.for_tenant(actor.tenant).filter(pk=target_id).first()
     if found is None:
-        raise NotFound(f"No such {kind}.", field="target_id")
+        raise _target_missing(kind)
     return {kind: found}
+
+
+def _target_missing(kind: str) -> NotFound:
+    """No such character, story or novel: each said whole, so a page can say it in its language."""
+    if kind == "character":
+        return NotFound("No such character.", field="target_id")
+    if kind == "story":
+        return NotFound("No such story.", field="target_id")
+    return NotFound("No such novel.", field="target_id")
 
 
 @transaction.atomic

@@ -55,9 +55,11 @@ def chat_create(
     model_id: str = "",
 ) -> Chat:
     if kind not in Chat.Kind.values:
-        raise ValidationFailed(f"kind must be one of {sorted(Chat.Kind.values)}.", field="kind")
+        raise ValidationFailed("kind must be one of {kinds}.", values={"kinds": sorted(Chat.Kind.values)},
+                               field="kind")
     if profile and profile not in PROFILES:
-        raise ValidationFailed(f"profile must be one of {sorted(PROFILES)}.", field="profile")
+        raise ValidationFailed("profile must be one of {profiles}.", values={"profiles": sorted(PROFILES)},
+                               field="profile")
     chat = Chat(
         tenant=actor.tenant,
         owner=actor.user,

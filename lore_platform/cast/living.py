@@ -69,8 +69,8 @@ def _target_book(chat: Chat, arguments: dict[str, Any]) -> Book:
         if not books:
             raise PermissionDenied("No living-world book is attached to this chat (L-1).", field="book", rule="L-1",
                                    code="living_world_off")
-        raise ValidationFailed(f"Several living books are attached; name one of {[b.pk for b in books]}.",
-                               field="book")
+        raise ValidationFailed("Several living books are attached; name one of {books}.",
+                               values={"books": [b.pk for b in books]}, field="book")
     for book in books:
         if book.pk == named:
             return book
@@ -104,8 +104,8 @@ def tool_call_run(*, actor: Actor, chat_id: int, reply_id: str, model: str, tool
     name = str(function.get("name") or "")
     try:
         if name not in living.TOOL_NAMES:
-            raise ValidationFailed(f"Unknown tool {name!r}; the living world has {', '.join(living.TOOL_NAMES)}.",
-                                   field="name")
+            raise ValidationFailed("Unknown tool {name}; the living world has {tools}.",
+                                   values={"name": repr(name), "tools": ", ".join(living.TOOL_NAMES)}, field="name")
         if chat.owner_id is None or actor.user is None or chat.owner_id != actor.user.pk:
             raise PermissionDenied("Lore is written only from the book owner's own chats (L-1).", field="chat",
                                    rule="L-1", code="not_owner_chat")

@@ -85,8 +85,8 @@ def persona_import(
                                rule="I-1")
     name, creator = _card_identity(imported.card.data)
     if not name or len(name) > CHARACTER_NAME_MAX:
-        raise ValidationFailed(f"The card's name must be 1–{CHARACTER_NAME_MAX} characters.", field="file",
-                               rule="I-1")
+        raise ValidationFailed("The card's name must be 1–{max} characters.", values={"max": CHARACTER_NAME_MAX},
+                               field="file", rule="I-1")
     key = (lineage_key or "").strip() or (f"{name} by {creator}" if creator else name)
     with transaction.atomic():
         lineage = lineage_get_or_create(tenant=actor.tenant, key=key)

@@ -22,7 +22,8 @@ def character_import(*, tenant: Tenant, name: str, lineage_key: str | None = Non
     """Create a character in the lineage found (or created) by ``lineage_key`` (default: the name)."""
     name = name.strip()
     if not name or len(name) > CHARACTER_NAME_MAX:
-        raise ValidationFailed(f"A character name is 1–{CHARACTER_NAME_MAX} characters.", field="name")
+        raise ValidationFailed("A character name is 1–{max} characters.", values={"max": CHARACTER_NAME_MAX},
+                               field="name")
     lineage = lineage_get_or_create(tenant=tenant, key=lineage_key or name)
     return Character.objects.create(tenant=tenant, name=name, lineage=lineage)
 

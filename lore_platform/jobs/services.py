@@ -82,8 +82,9 @@ def _quota_check(tenant: Tenant) -> None:
     active = jobs.filter(state__in=ACTIVE_STATES).count()
     if active >= concurrent:
         raise TooManyJobs(
-            f"{active} AI job(s) of this tenant are queued or running; at most {concurrent} run at once. "
+            "{active} AI job(s) of this tenant are queued or running; at most {concurrent} run at once. "
             "Wait for one to finish or cancel one.",
+            values={"active": active, "concurrent": concurrent},
             field="jobs",
             rule="A-3",
             details={"limit": concurrent, "actual": active, "unit": "jobs at once"},
@@ -95,8 +96,9 @@ def _quota_check(tenant: Tenant) -> None:
         oldest = jobs.filter(created_at__gt=since).order_by("created_at").values_list("created_at", flat=True).first()
         retry = int(((oldest or timezone.now()) + timedelta(hours=24) - timezone.now()).total_seconds()) + 1
         raise TooManyJobs(
-            f"This tenant started {today} AI jobs in the last 24 hours; the limit is {per_day}. "
-            f"The next one can start in about {max(1, retry // 60)} minute(s).",
+            "This tenant started {today} AI jobs in the last 24 hours; the limit is {per_day}. "
+            "The next one can start in about {minutes} minute(s).",
+            values={"today": today, "per_day": per_day, "minutes": max(1, retry // 60)},
             field="jobs",
             rule="A-3",
             details={"limit": per_day, "actual": today, "unit": "jobs per 24 hours", "retry_after": retry},
@@ -122,9 +124,9 @@ def _enqueue(job: Job) -> None:
     transaction.on_commit(lambda: job_run.delay(tenant_id, job_id))
 
 
-def _text(value: Any, field: str, what: str) -> str:
+def _text(value: Any, field: str, what: Term) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValidationFailed(f"{what} is empty.", field=field, code="required")
+        raise ValidationFailed("{what} is empty.", values={"what": what}, field=field, code="required")
     return value
 
 
@@ -142,7 +144,7 @@ def job_generate_start(
     model (so the draft does not repeat them) unless ``language``/``titles`` are given.
     """
     _write_check(actor)
-    description = _text(description, "description", "The description")
+    description = _text(description, "description", Term("The description"))
     limits.count_check(len(description), limits.GENERATE_PROMPT, field="description", what=Term("The description"))
     config = model_config_for(actor.tenant)
     if not config.configured:
@@ -173,7 +175,7 @@ def job_split_start(*, actor: Actor, text: str, book_id: int | None = None) -> J
     ``book_id`` names the book the entries are meant for (kept on the job for the review).
     """
     _write_check(actor)
-    text = _text(text, "text", "The text")
+    text = _text(text, "text", Term("The text"))
     limits.count_check(len(text), limits.SPLIT_TEXT_INPUT, field="text", what=Term("The text"))
     data: dict[str, Any] = {"text": text}
     if book_id is not None:
@@ -190,7 +192,8 @@ def job_cancel(*, actor: Actor, job: Job) -> Job:
     )
     job.refresh_from_db()
     if not changed:
-        raise Conflict(f"This job is {job.state} already; only queued or running jobs can be cancelled.", field="state")
+        raise Conflict("This job is {state} already; only queued or running jobs can be cancelled.",
+                       values={"state": Term(job.state)}, field="state")
     return job
 
 
@@ -201,7 +204,8 @@ def job_retry(*, actor: Actor, job: Job) -> Job:
         Tenant.objects.select_for_update().filter(pk=actor.tenant.pk).first()
         locked = Job.objects.for_tenant(job.tenant).select_for_update().get(pk=job.pk)
         if locked.state not in (JobState.FAILED, JobState.CANCELLED):
-            raise Conflict(f"This job is {locked.state}; only failed or cancelled jobs can be retried.", field="state")
+            raise Conflict("This job is {state}; only failed or cancelled jobs can be retried.",
+                           values={"state": Term(locked.state)}, field="state")
         jobs = Job.objects.for_tenant(actor.tenant)
         active = jobs.filter(state__in=ACTIVE_STATES).count()
         if active >= settings.LOREWEAVE_JOBS_CONCURRENT:
@@ -283,17 +287,36 @@ def _cancelled_check(job: Job) -> None:
 
 def draft_entry_check(raw: Any, index: int) -> tuple[dict[str, Any] | None, str | None]:
     """One model entry as a draft entry, or why it cannot be one (W-12, as the books services check it)."""
+    entry, refusal = draft_entry_refusal(raw, index)
+    return entry, refusal.message if refusal is not None else None
+
+
+def _lore_said(error: DomainError) -> DomainError:
+    """The entry limits' refusal of the content, said of the draft's lore (its template and values kept)."""
+    values = {name: Term("The lore") if value == "The entry content" else value
+              for name, value in error.values.items()}
+    return type(error)(error.template.replace("The entry content", "The lore"), values=values, field=error.field,
+                       rule=error.rule, code=error.code, details=error.details)
+
+
+def draft_entry_refusal(raw: Any, index: int) -> tuple[dict[str, Any] | None, ValidationFailed | None]:
+    """:func:`draft_entry_check` with the reason as the refusal of ``entries[index]`` (W-12)."""
+    field = f"entries[{index}]"
+    number = index + 1
     if not isinstance(raw, Mapping):
-        return None, f"entry {index + 1} is not an object"
+        return None, ValidationFailed("entry {number} is not an object", values={"number": number}, field=field,
+                                      rule="W-12")
     title = raw.get("title")
     lore = raw.get("lore", raw.get("content"))
     aliases = raw.get("aliases", [])
     if not isinstance(title, str) or not isinstance(lore, str):
-        return None, f"entry {index + 1} has no title or no lore"
+        return None, ValidationFailed("entry {number} has no title or no lore", values={"number": number},
+                                      field=field, rule="W-12")
     if isinstance(aliases, str):
         aliases = [aliases]
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        return None, f"entry {index + 1} ({title[:40]!r}): aliases must be a list of strings"
+        return None, ValidationFailed("entry {number} ({title}): aliases must be a list of strings",
+                                      values={"number": number, "title": repr(title[:40])}, field=field, rule="W-12")
     entry: dict[str, Any] = {
         "title": re.sub(r"\s+", " ", title).strip(),
         "lore": lore.strip(),
@@ -305,8 +328,12 @@ def draft_entry_check(raw: Any, index: int) -> tuple[dict[str, Any] | None, str 
             Profile.SMART, {"title": entry["title"], "content": entry["lore"], "keys": entry["aliases"]}
         )
     except DomainError as error:
-        message = error.message.replace("The entry content", "The lore")
-        return None, f"entry {index + 1} ({entry['title'][:40]!r}): {message}"
+        # The limit's own refusal is a value: it reads as its English message (a refusal's str), and keeps
+        # its template and values for a page.
+        problem = _lore_said(error)
+        return None, ValidationFailed("entry {number} ({title}): {problem}",
+                                      values={"number": number, "title": repr(entry["title"][:40]), "problem": problem},
+                                      field=field, rule="W-12")
     return entry, None
 
 
@@ -483,9 +510,10 @@ def _chosen(job: Job, entries: Sequence[Mapping[str, Any]] | None) -> list[Impor
         raise ValidationFailed("Pick at least one entry to accept.", field="entries")
     out: list[ImportedEntry] = []
     for index, raw in enumerate(picked):
-        entry, problem = draft_entry_check(raw, index)
-        if problem or entry is None:
-            raise ValidationFailed(problem or "invalid entry", field=f"entries[{index}]", rule="W-12")
+        entry, refusal = draft_entry_refusal(raw, index)
+        if refusal is not None:
+            raise refusal
+        assert entry is not None  # an entry, or the refusal of it
         out.append(ImportedEntry(title=entry["title"], content=entry["lore"], keys=tuple(entry["aliases"]),
                                  constant=entry["canon"], position=index))
     return out
@@ -508,7 +536,8 @@ def job_accept(
     the answer is its receipt, also kept on the job.
     """
     if job.state != JobState.DONE:
-        raise Conflict(f"This job is {job.state}; only a done job's draft can be accepted.", field="state")
+        raise Conflict("This job is {state}; only a done job's draft can be accepted.",
+                       values={"state": Term(job.state)}, field="state")
     chosen = _chosen(job, entries)
     name = (title or "").strip() or (job.input.get("description", "")[:60].strip() or "Split notes")
     data = write_native([ImportedBook(name=name, entries=tuple(chosen), source_format="native")])

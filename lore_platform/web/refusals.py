@@ -36,7 +36,9 @@ def message_said(template: str, values: Mapping[str, Any], english: str) -> str:
     translated = gettext(template)
     if not values:
         return translated
-    words = {name: gettext(value) if isinstance(value, Term) else value for name, value in values.items()}
+    # A refusal inside a refusal (a draft entry's limit) is said in the page's language too.
+    words = {name: gettext(value) if isinstance(value, Term) else refusal_said(value) if isinstance(value, DomainError)
+             else value for name, value in values.items()}
     try:
         return translated.format(**words)
     except (KeyError, IndexError, ValueError):
