@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from lore_platform.tenancy.models import Tenant
 from lore_platform.tenancy.scoping import TenantScopedManager
@@ -21,11 +22,12 @@ class JobKind(models.TextChoices):
 
 
 class JobState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    # The values are msgids as well (gettext_noop: the same text): a refusal names the state as a Term.
+    QUEUED = gettext_noop("queued"), "Queued"
+    RUNNING = gettext_noop("running"), "Running"
+    DONE = gettext_noop("done"), "Done"
+    FAILED = gettext_noop("failed"), "Failed"
+    CANCELLED = gettext_noop("cancelled"), "Cancelled"
 
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
