@@ -27,7 +27,8 @@ def is_memory_book(doc: Any) -> bool:
 def read_memory_book(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
     raw_entries = doc.get("entries")
     if not isinstance(raw_entries, list):
-        refuse(f"entries must be a list, not {type_name(raw_entries)}", "entries")
+        refuse("{path} must be a list, not {type}", "entries",
+               values={"path": "entries", "type": type_name(raw_entries)})
     entries = []
     for i, raw in enumerate(raw_entries):
         path = f"entries.{i}"

@@ -138,7 +138,8 @@ def entry_from_card(
     ext_raw = raw.get("extensions")
     ext = ext_raw if isinstance(ext_raw, dict) else {}
     if ext_raw is not None and not isinstance(ext_raw, dict):
-        refuse(f"{path}.extensions must be an object, not {type_name(ext_raw)}", f"{path}.extensions")
+        refuse("{path} must be an object, not {type}", f"{path}.extensions",
+               values={"path": f"{path}.extensions", "type": type_name(ext_raw)})
 
     st: dict[str, Any] = {}
     # snake_case first: SillyTavern reads the snake_case mirror.
@@ -282,7 +283,8 @@ def check_unique_ids(items: list[tuple[str, Any]]) -> None:
         if number is None:
             continue
         if number in seen:
-            refuse(f"entry id {number} appears twice ({seen[number]} and {path})", f"{path}.id", id=number)
+            refuse("entry id {id} appears twice ({first} and {second})", f"{path}.id",
+                   values={"id": number, "first": seen[number], "second": path}, id=number)
         seen[number] = path
 
 
@@ -311,7 +313,8 @@ def read_character_book(
     if isinstance(raw_entries, dict):  # world-info style, keyed by uid
         raw_entries = list(raw_entries.values())
     if not isinstance(raw_entries, list):
-        refuse(f"{path}.entries must be a list, not {type_name(raw_entries)}", f"{path}.entries")
+        refuse("{path} must be a list, not {type}", f"{path}.entries",
+               values={"path": f"{path}.entries", "type": type_name(raw_entries)})
     items = [(f"{path}.entries.{i}" if path else f"entries.{i}", raw) for i, raw in enumerate(raw_entries)]
     uids = item_uids(items)
     notes: list[str] = []
@@ -322,7 +325,8 @@ def read_character_book(
     prefix = f"{path}." if path else ""
     ext = book.get("extensions")
     if ext is not None and not isinstance(ext, dict):
-        refuse(f"{prefix}extensions must be an object, not {type_name(ext)}", f"{prefix}extensions")
+        refuse("{path} must be an object, not {type}", f"{prefix}extensions",
+               values={"path": f"{prefix}extensions", "type": type_name(ext)})
     carried_extra, carried_settings = carried_book((ext or {}).get(CARRIER_KEY), exclude=("card_book",))
     extra: dict[str, Any] = dict(carried_extra)
     unknown = {k: v for k, v in book.items() if k not in BOOK_FIELDS}
@@ -399,8 +403,9 @@ def read_card(doc: Mapping[str, Any], *, fallback_name: str, png: bytes | None =
             entries = book.get("entries")
             if entries is not None and not isinstance(entries, (list, dict)):
                 refuse(
-                    f"data.character_book.entries must be a list, not {type_name(entries)}",
+                    "{path} must be a list, not {type}",
                     "data.character_book.entries",
+                    values={"path": "data.character_book.entries", "type": type_name(entries)},
                 )
             if entries:
                 imported = read_character_book(

@@ -28,13 +28,15 @@ from books.formats.card import count_card_entries, card_document, is_card, read_
 from books.formats.jsonio import check_size, loads_text, refuse, too_large
 from books.formats.limits import FormatLimits, check_batch
 from books.formats.model import ImportedBook
-from lore_platform.errors import DomainError
+from lore_platform.errors import DomainError, Term
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_KEYWORDS = ("ccv3", "chara")
 FORMAT_SUFFIX = "png"
 # PNG spec: chunk lengths are at most 2^31 - 1.
 MAX_CHUNK = 2**31 - 1
+# What a refusal calls the card chunk it read, one per keyword of ``CARD_KEYWORDS``.
+CHUNK_NAMES = {"ccv3": Term("the PNG's 'ccv3' chunk"), "chara": Term("the PNG's 'chara' chunk")}
 
 
 def iter_chunks(data: bytes) -> list[tuple[bytes, int, int]]:
@@ -51,12 +53,14 @@ def iter_chunks(data: bytes) -> list[tuple[bytes, int, int]]:
         kind = data[offset + 4 : offset + 8]
         if length > MAX_CHUNK or offset + 12 + length > size:
             refuse(
-                f"PNG chunk {kind!r} claims {length:,} bytes but the file has only {size - offset - 12:,} left",
+                "PNG chunk {chunk} claims {length:,} bytes but the file has only {left:,} left",
                 "file",
+                values={"chunk": repr(kind), "length": length, "left": size - offset - 12},
                 chunk=kind.decode("latin-1"),
             )
         if not kind.isalpha():
-            refuse(f"corrupt PNG chunk type {kind!r} at byte {offset}", "file")
+            refuse("corrupt PNG chunk type {chunk} at byte {offset}", "file",
+                   values={"chunk": repr(kind), "offset": offset})
         if not chunks and kind != b"IHDR":
             refuse("corrupt PNG: the first chunk is not IHDR", "file")
         chunks.append((kind, offset + 8, length))
@@ -70,14 +74,17 @@ def _crc_ok(data: bytes, start: int, length: int) -> bool:
     return bool(zlib.crc32(data[start - 4 : start + length]) & 0xFFFFFFFF == stored)
 
 
-def _inflate(payload: bytes, cap: int, what: str) -> bytes:
+def _inflate(payload: bytes, cap: int, chunk: dict[str, str]) -> bytes:
+    """``chunk`` names the chunk in a refusal: its ``kind`` (``zTXt``) and ``keyword`` (``'chara'``)."""
     inflater = zlib.decompressobj()
     try:
         out = inflater.decompress(payload, cap + 1)
     except zlib.error as exc:
-        refuse(f"{what}: corrupt compressed text ({exc})", "file")
+        refuse("PNG {kind} chunk {keyword}: corrupt compressed text ({error})", "file",
+               values={**chunk, "error": str(exc)})
     if len(out) > cap or inflater.unconsumed_tail:
-        too_large(f"{what} inflates past {cap:,} bytes (decompression bomb or oversize card)", cap)
+        too_large("PNG {kind} chunk {keyword} inflates past {cap:,} bytes (decompression bomb or oversize card)",
+                  cap, values={**chunk, "cap": cap})
     return out
 
 
@@ -92,29 +99,30 @@ def _text_chunks(data: bytes, chunks: list[tuple[bytes, int, int]], limits: Form
         name = keyword.decode("latin-1").lower()
         if not sep or name not in CARD_KEYWORDS or name in found:
             continue
-        what = f"PNG {kind.decode()} chunk {name!r}"
+        chunk = {"kind": kind.decode(), "keyword": repr(name)}
         if not _crc_ok(data, start, length):
-            refuse(f"{what} is corrupt (CRC mismatch)", "file", chunk=name)
+            refuse("PNG {kind} chunk {keyword} is corrupt (CRC mismatch)", "file", values=chunk, chunk=name)
         if len(rest) > limits.max_card_json_bytes * 2:
-            too_large(f"{what} is larger than the card limit", limits.max_card_json_bytes)
+            too_large("PNG {kind} chunk {keyword} is larger than the card limit", limits.max_card_json_bytes,
+                      values=chunk)
         if kind == b"tEXt":
             found[name] = rest
         elif kind == b"zTXt":
             if not rest or rest[0] != 0:
-                refuse(f"{what} uses an unknown compression method", "file")
-            found[name] = _inflate(rest[1:], limits.max_card_json_bytes * 2, what)
+                refuse("PNG {kind} chunk {keyword} uses an unknown compression method", "file", values=chunk)
+            found[name] = _inflate(rest[1:], limits.max_card_json_bytes * 2, chunk)
         else:  # iTXt: flag, method, language\0, translated keyword\0, text
             if len(rest) < 2:
-                refuse(f"{what} is truncated", "file")
+                refuse("PNG {kind} chunk {keyword} is truncated", "file", values=chunk)
             flag, method = rest[0], rest[1]
             parts = rest[2:].split(b"\x00", 2)
             if len(parts) != 3:
-                refuse(f"{what} is truncated", "file")
+                refuse("PNG {kind} chunk {keyword} is truncated", "file", values=chunk)
             text = parts[2]
             if flag == 1:
                 if method != 0:
-                    refuse(f"{what} uses an unknown compression method", "file")
-                text = _inflate(text, limits.max_card_json_bytes * 2, what)
+                    refuse("PNG {kind} chunk {keyword} uses an unknown compression method", "file", values=chunk)
+                text = _inflate(text, limits.max_card_json_bytes * 2, chunk)
             found[name] = text
     return found
 
@@ -129,20 +137,20 @@ def _decode_card_text(raw: bytes, limits: FormatLimits, what: str) -> Any:
         try:
             payload = base64.b64decode(compact, validate=True)
         except (binascii.Error, ValueError):
-            refuse(f"{what} is not base64-encoded card JSON", "file")
+            refuse("{what} is not base64-encoded card JSON", "file", values={"what": what})
     check_size(payload, limits.max_card_json_bytes, what)
     if payload.startswith(b"\xef\xbb\xbf"):
         payload = payload[3:]
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:
-        refuse(f"{what} is not valid UTF-8 (byte {exc.start})", "file")
+        refuse("{what} is not valid UTF-8 (byte {byte})", "file", values={"what": what, "byte": exc.start})
     return loads_text(text, max_depth=limits.max_json_depth, what=what)
 
 
 def read_png(data: bytes, *, fallback_name: str, limits: FormatLimits) -> ImportedBook:
     """A card PNG: its embedded book (``ccv3`` preferred over ``chara``)."""
-    check_size(data, limits.max_png_bytes, "the PNG card")
+    check_size(data, limits.max_png_bytes, Term("the PNG card"))
     chunks = iter_chunks(data)
     texts = _text_chunks(data, chunks, limits)
     if not texts:
@@ -152,11 +160,11 @@ def read_png(data: bytes, *, fallback_name: str, limits: FormatLimits) -> Import
     for keyword in CARD_KEYWORDS:
         if keyword not in texts:
             continue
-        what = f"the PNG's {keyword!r} chunk"
+        what = CHUNK_NAMES[keyword]
         try:
             doc = _decode_card_text(texts[keyword], limits, what)
             if not is_card(doc):
-                refuse(f"{what} does not hold a character card", "file")
+                refuse("{what} does not hold a character card", "file", values={"what": what})
             check_batch(count_card_entries(doc), limits)
             book = read_card(doc, fallback_name=fallback_name, png=data, how=FORMAT_SUFFIX)
         except DomainError as exc:

@@ -8,6 +8,7 @@ from books.formats import agnai, card, card_png, charx, generic, kobold, native,
 from books.formats.jsonio import loads, refuse, type_name
 from books.formats.limits import FormatLimits, check_batch, current_limits
 from books.formats.model import ImportedBook
+from lore_platform.errors import Term
 
 DEFAULT_BOOK_NAME = "Imported book"
 _ST_MARKS = ("key", "keysecondary", "uid", "disable")
@@ -72,7 +73,7 @@ def read_document(
         check_batch(len(doc), limits)
         return generic.read_list(doc, fallback_name=fallback_name)
     if not isinstance(doc, dict):
-        refuse(f"the JSON is a single {type_name(doc)}, not a lorebook or character card", "file")
+        refuse("the JSON is a single {type}, not a lorebook or character card", "file", values={"type": type_name(doc)})
     if native.is_native(doc):
         check_batch(native.count_entries(doc), limits)
         return native.read_native_book(doc, fallback_name=fallback_name)
@@ -113,13 +114,20 @@ def read_document(
             return card.read_character_book(
                 doc, path="", fallback_name=fallback_name, source_format=card.FORMAT_CHARACTER_BOOK
             )
-        refuse(f"entries must be an object keyed by uid or a list, not {type_name(entries)}", "entries")
-    found = ", ".join(sorted(doc)[:8]) or "none"
-    hint = ""
+        refuse("{path} must be an object keyed by uid or a list, not {type}", "entries",
+               values={"path": "entries", "type": type_name(entries)})
+    found = {"keys": ", ".join(sorted(doc)[:8]) or Term("none")}
     if filename and filename.lower().endswith(".lorebook"):
-        hint = "the file is named .lorebook but holds no NovelAI lorebook (no 'lorebookVersion'); "
+        refuse(
+            "the file is named .lorebook but holds no NovelAI lorebook (no 'lorebookVersion'); not a lorebook or"
+            " character card this importer knows: a JSON object with keys {keys}"
+            " (expected 'entries', 'spec'/'data', 'lorebookVersion', 'kind': 'memory' or 'type': 'risu')",
+            "file",
+            values=found,
+        )
     refuse(
-        f"{hint}not a lorebook or character card this importer knows: a JSON object with keys {found}"
+        "not a lorebook or character card this importer knows: a JSON object with keys {keys}"
         " (expected 'entries', 'spec'/'data', 'lorebookVersion', 'kind': 'memory' or 'type': 'risu')",
         "file",
+        values=found,
     )

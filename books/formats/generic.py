@@ -47,7 +47,7 @@ def _items(items: list[Any], path: str) -> tuple[ImportedEntry, ...]:
         item_path = f"{path}.{i}" if path else str(i)
         item = as_object(raw, item_path)
         if not any(name in item for name in CONTENT_NAMES):
-            refuse(f"{item_path} has no content/value/text: not a lorebook entry", item_path)
+            refuse("{path} has no content/value/text: not a lorebook entry", item_path, values={"path": item_path})
         if "activation_chance" in item and "probability" not in item:
             # Read as the probability it is (and written back as one).
             item = {("probability" if k == "activation_chance" else k): v for k, v in item.items()}
@@ -67,7 +67,7 @@ def read_list(items: list[Any], *, fallback_name: str) -> ImportedBook:
 def read_nativetavern(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
     items = doc.get("entries")
     if not isinstance(items, list):
-        refuse(f"entries must be a list, not {type_name(items)}", "entries")
+        refuse("{path} must be a list, not {type}", "entries", values={"path": "entries", "type": type_name(items)})
     kept = {k: v for k, v in doc.items() if k not in ("name", "description", "entries")}
     return ImportedBook(
         name=as_text(doc.get("name"), "name").strip() or fallback_name,

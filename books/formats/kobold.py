@@ -35,7 +35,7 @@ def count_entries(doc: Mapping[str, Any]) -> int:
 def read_story(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
     items = doc.get("worldinfo")
     if not isinstance(items, list):
-        refuse(f"worldinfo must be a list, not {type_name(items)}", "worldinfo")
+        refuse("{path} must be a list, not {type}", "worldinfo", values={"path": "worldinfo", "type": type_name(items)})
     entries = []
     for i, raw in enumerate(items):
         path = f"worldinfo.{i}"

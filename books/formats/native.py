@@ -65,6 +65,7 @@ from books.formats.jsonio import (
     as_opt_int,
     as_text,
     refuse,
+    refuse_clipped,
     type_name,
 )
 from books.formats.model import (
@@ -144,7 +145,8 @@ def _choice(value: Any, path: str, choices: tuple[str, ...], default: str) -> st
     if value is None:
         return default
     if not isinstance(value, str) or value not in choices:
-        refuse(f"{path} must be one of {', '.join(choices)}, not {value!r}"[:200], path)
+        refuse_clipped("{path} must be one of {choices}, not {value}", path,
+                       values={"path": path, "choices": ", ".join(choices), "value": repr(value)}, clip="value")
     return value
 
 
@@ -152,7 +154,7 @@ def _strings(value: Any, path: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        refuse(f"{path} must be a list of strings, not {type_name(value)}", path)
+        refuse("{path} must be a list of strings, not {type}", path, values={"path": path, "type": type_name(value)})
     return tuple(as_text(item, f"{path}.{i}") for i, item in enumerate(value))
 
 
@@ -226,7 +228,8 @@ def _book(raw: Mapping[str, Any], *, path: str, fallback_name: str) -> ImportedB
     if entries is None:
         entries = []
     if not isinstance(entries, list):
-        refuse(f"{path}.entries must be a list, not {type_name(entries)}", f"{path}.entries")
+        refuse("{path} must be a list, not {type}", f"{path}.entries",
+               values={"path": f"{path}.entries", "type": type_name(entries)})
     extra = raw.get("extra")
     if extra is None:
         extra = {}
@@ -248,27 +251,29 @@ def _book(raw: Mapping[str, Any], *, path: str, fallback_name: str) -> ImportedB
 def read_native(doc: Mapping[str, Any], *, fallback_name: str = "Imported book") -> NativeBackup:
     """A native document (already JSON-decoded) → its books and lineages."""
     if doc.get("format") != FORMAT:
-        refuse(f"not a {FORMAT} document", "format")
+        refuse("not a {format} document", "format", values={"format": FORMAT})
     version = doc.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         refuse("version must be a positive integer", "version")
     if version > NATIVE_VERSION:
         refuse(
-            f"this is a version {version} native file; this Loreweave reads up to version {NATIVE_VERSION}",
+            "this is a version {version} native file; this Loreweave reads up to version {supported}",
             "version",
+            values={"version": version, "supported": NATIVE_VERSION},
         )
     books = doc.get("books")
     if not isinstance(books, list):
-        refuse(f"books must be a list, not {type_name(books)}", "books")
+        refuse("{path} must be a list, not {type}", "books", values={"path": "books", "type": type_name(books)})
     lineages_raw = doc.get("lineages") or []
     if not isinstance(lineages_raw, list):
-        refuse(f"lineages must be a list, not {type_name(lineages_raw)}", "lineages")
+        refuse("{path} must be a list, not {type}", "lineages",
+               values={"path": "lineages", "type": type_name(lineages_raw)})
     lineages = []
     for i, raw in enumerate(lineages_raw):
         item = as_object(raw, f"lineages.{i}")
         key = as_text(item.get("key"), f"lineages.{i}.key")
         if not key:
-            refuse(f"lineages.{i}.key must not be empty", f"lineages.{i}.key")
+            refuse("{path} must not be empty", f"lineages.{i}.key", values={"path": f"lineages.{i}.key"})
         lineages.append(NativeLineage(key=key, characters=_strings(item.get("characters"), f"lineages.{i}.characters")))
     return NativeBackup(
         books=tuple(
@@ -284,9 +289,10 @@ def read_native_book(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedB
     backup = read_native(doc, fallback_name=fallback_name)
     if len(backup.books) != 1:
         refuse(
-            f"this native backup holds {len(backup.books)} books; import takes one book"
+            "this native backup holds {count} books; import takes one book"
             " (restore a whole backup with the backup service)",
             "books",
+            values={"count": len(backup.books)},
         )
     return backup.books[0]
 

@@ -79,7 +79,8 @@ def count_entries(doc: Mapping[str, Any]) -> int:
 def _entry(raw: Mapping[str, Any], *, index: int, path: str) -> ImportedEntry:
     config = raw.get("contextConfig")
     if config is not None and not isinstance(config, dict):
-        refuse(f"{path}.contextConfig must be an object, not {type_name(config)}", f"{path}.contextConfig")
+        refuse("{path} must be an object, not {type}", f"{path}.contextConfig",
+               values={"path": f"{path}.contextConfig", "type": type_name(config)})
     order = as_int((config or {}).get("budgetPriority"), f"{path}.contextConfig.budgetPriority", DEFAULT_BUDGET_PRIORITY)
     kept = {k: v for k, v in raw.items() if k not in CONSUMED}
     if config is not None:
@@ -102,7 +103,8 @@ def read_lorebook(doc: Mapping[str, Any], *, fallback_name: str, path: str = "")
     prefix = f"{path}." if path else ""
     entries = doc.get("entries", [])
     if not isinstance(entries, list):
-        refuse(f"{prefix}entries must be a list, not {type_name(entries)}", f"{prefix}entries")
+        refuse("{path} must be a list, not {type}", f"{prefix}entries",
+               values={"path": f"{prefix}entries", "type": type_name(entries)})
     out = tuple(
         _entry(as_object(raw, f"{prefix}entries.{i}"), index=i, path=f"{prefix}entries.{i}")
         for i, raw in enumerate(entries)

@@ -33,7 +33,8 @@ def count_entries(doc: Mapping[str, Any]) -> int:
 def read_risu(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
     data = doc.get("data")
     if not isinstance(data, list):
-        refuse(f"data must be a list of lorebook entries, not {type_name(data)}", "data")
+        refuse("{path} must be a list of lorebook entries, not {type}", "data",
+               values={"path": "data", "type": type_name(data)})
     entries = []
     for i, raw in enumerate(data):
         path = f"data.{i}"

@@ -293,7 +293,8 @@ def parse_role(value: Any, path: str) -> str:
     if number is None:
         return "system"
     if number not in ST_ROLE:
-        refuse(f"{path} must be 0 (system), 1 (user) or 2 (assistant), not {number}", path)
+        refuse("{path} must be 0 (system), 1 (user) or 2 (assistant), not {number}", path,
+               values={"path": path, "number": number})
     return ST_ROLE[number]
 
 
@@ -306,7 +307,8 @@ def parse_logic(value: Any, path: str) -> str:
     if number is None:
         return "and_any"
     if number not in ST_LOGIC:
-        refuse(f"{path} must be 0–3 (AND ANY, NOT ALL, NOT ANY, AND ALL), not {number}", path)
+        refuse("{path} must be 0–3 (AND ANY, NOT ALL, NOT ANY, AND ALL), not {number}", path,
+               values={"path": path, "number": number})
     return ST_LOGIC[number]
 
 
@@ -453,7 +455,8 @@ def _entries_in(doc: Mapping[str, Any]) -> list[tuple[str, Any]]:
         return [(f"entries.{key}", value) for key, value in entries.items()]
     if isinstance(entries, list):
         return [(f"entries.{i}", value) for i, value in enumerate(entries)]
-    refuse(f"entries must be an object keyed by uid or a list, not {type_name(entries)}", "entries")
+    refuse("{path} must be an object keyed by uid or a list, not {type}", "entries",
+           values={"path": "entries", "type": type_name(entries)})
 
 
 def count_entries(doc: Mapping[str, Any]) -> int:
@@ -470,7 +473,8 @@ def check_unique_uids(items: list[tuple[str, Any]]) -> None:
         if uid is None:
             continue
         if uid in seen:
-            refuse(f"uid {uid} appears twice ({seen[uid]} and {path})", f"{path}.uid", uid=uid)
+            refuse("uid {uid} appears twice ({first} and {second})", f"{path}.uid",
+                   values={"uid": uid, "first": seen[uid], "second": path}, uid=uid)
         seen[uid] = path
 
 
