@@ -46,7 +46,7 @@ def refuse(
     raise ValidationFailed(message, field=path, rule=rule, details=details or None, values=values)
 
 
-def refuse_clipped(template: str, path: str, values: Mapping[str, Any], *, clip: str, limit: int = 200) -> NoReturn:
+def refuse_clipped(template: str, path: str, *, values: Mapping[str, Any], clip: str, limit: int = 200) -> NoReturn:
     """``refuse`` with English of at most ``limit`` characters: a value quoted from the file can be
     long. ``values[clip]`` ends the template and is cut to fit, so the English is exactly
     ``template.format(**values)[:limit]``."""
@@ -218,7 +218,7 @@ def as_opt_bool(value: Any, path: str) -> bool | None:
             return True
         if lowered in _FALSE:
             return False if lowered else None
-    refuse_clipped("{path} must be true or false, not {value}", path, {"path": path, "value": repr(value)},
+    refuse_clipped("{path} must be true or false, not {value}", path, values={"path": path, "value": repr(value)},
                     clip="value")
 
 
@@ -240,7 +240,7 @@ def _number(value: Any, path: str) -> float | int | None:
         try:
             parsed = float(stripped) if any(c in stripped for c in ".eE") else int(stripped)
         except ValueError:
-            refuse_clipped("{path} must be a number, not {value}", path, {"path": path, "value": repr(value)},
+            refuse_clipped("{path} must be a number, not {value}", path, values={"path": path, "value": repr(value)},
                             clip="value")
         if isinstance(parsed, float) and not math.isfinite(parsed):
             refuse("{path} must be a finite number", path, values={"path": path})
@@ -258,7 +258,7 @@ def as_opt_int(value: Any, path: str, *, lo: int = -INT32_MAX, hi: int = INT32_M
         number = round(number)
     if not lo <= number <= hi:
         refuse_clipped("{path} is out of range ({lo}..{hi}): {number}", path,
-                        {"path": path, "lo": lo, "hi": hi, "number": number}, clip="number")
+                       values={"path": path, "lo": lo, "hi": hi, "number": number}, clip="number")
     return number
 
 
