@@ -81,7 +81,7 @@ from books.formats import (
 from books.formats.model import book_text_check, plain_json, text_check
 from books.models import ENTRY_LORE_FIELDS, Book, Entry, Profile, Scope
 from books.services import book_create, book_update, book_version_bump, entries_create_bulk
-from lore_platform.errors import Conflict, PermissionDenied, ValidationFailed
+from lore_platform.errors import Conflict, PermissionDenied, Phrase, Term, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 
@@ -201,10 +201,12 @@ def entries_as_fields(
             dropped += 1
         out.append(fields)
     if dropped:
-        warnings.append(
-            f"channel restrictions of {dropped} entr{'y' if dropped == 1 else 'ies'} were not imported: "
-            "per-entry channels belong to server persona books (S-11)"
-        )
+        if dropped == 1:
+            warnings.append(Phrase("channel restrictions of 1 entry were not imported: per-entry channels belong "
+                                   "to server persona books (S-11)"))
+        else:
+            warnings.append(Phrase("channel restrictions of {count} entries were not imported: per-entry channels "
+                                   "belong to server persona books (S-11)", values={"count": dropped}))
     return out
 
 
@@ -228,20 +230,19 @@ def collection_fields(
             fields["channels"] = list(collection.channels)
             restored.append("channels")
         else:
-            warnings.append(
-                f"collection channels {', '.join(collection.channels)} were not restored: only server-wide "
-                "collections have channels (S-11)"
-            )
+            warnings.append(Phrase(
+                "collection channels {channels} were not restored: only server-wide collections have channels (S-11)",
+                values={"channels": ", ".join(collection.channels)}))
     if collection.living_world:
         if profile == Profile.SMART and scope == Scope.PERSONAL:
             fields["living_world"] = True
             restored.append("living_world")
         else:
-            warnings.append("the living world was not restored: it belongs to private world books (L-1)")
+            warnings.append(Phrase("the living world was not restored: it belongs to private world books (L-1)"))
     if collection.visibility != "private":
-        warnings.append(
-            f"the file's book was {collection.visibility}; an imported book starts private — share it again (P-1)"
-        )
+        warnings.append(Phrase(
+            "the file's book was {visibility}; an imported book starts private — share it again (P-1)",
+            values={"visibility": Term(collection.visibility)}))
     return fields
 
 

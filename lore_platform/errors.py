@@ -16,6 +16,22 @@ class Term(str):
     __slots__ = ()
 
 
+class Phrase(str):
+    """An English sentence that keeps its template and values (an import receipt's note, a skipped
+    entry's reason): the API and the stored receipt say the English, a page fills in the catalogue's
+    translation (``lore_platform.web.refusals``) as it does a refusal's."""
+
+    def __new__(cls, template: str, values: Mapping[str, Any] | None = None) -> Phrase:
+        filled = template.format(**values) if values else template
+        phrase = super().__new__(cls, filled)
+        phrase.template = template
+        phrase.values = dict(values) if values else {}
+        return phrase
+
+    template: str
+    values: dict[str, Any]
+
+
 class DomainError(Exception):
     """A refused operation: names the field and the product rule it broke.
 

@@ -63,6 +63,7 @@ from books.formats.sillytavern import (
     resolve_uids,
     st_fields,
 )
+from lore_platform.errors import Phrase
 
 FORMAT_CARD_V1 = "card-v1-json"
 FORMAT_CARD_V2 = "card-v2-json"
@@ -180,10 +181,10 @@ def entry_from_card(
     position, mapped_from = card_position(st.get("position"), raw.get("position"))
     if mapped_from is not None and notes is not None:
         label = title.strip() or f"#{index}"
-        notes.append(
-            f"entry {label!r}: card position {mapped_from!r} read as "
-            f"{'before_char (0)' if position == 0 else 'after_char (1)'}, as SillyTavern's card import reads it"
-        )
+        notes.append(Phrase(
+            "entry {label}: card position {position} read as {read_as}, as SillyTavern's card import reads it",
+            values={"label": repr(label), "position": repr(mapped_from),
+                    "read_as": "before_char (0)" if position == 0 else "after_char (1)"}))
     st_raw["position"] = position
     # Non-spec top-level copies (Chub) and V3's top-level ``case_sensitive``
     # count only when the extensions mirror does not name the setting at all.
@@ -420,7 +421,7 @@ def read_card(doc: Mapping[str, Any], *, fallback_name: str, png: bytes | None =
             source_format=source_format,
             card=shell,
             card_without_book=True,
-            notes=("the card has no embedded lorebook: nothing to import (I-1)",),
+            notes=(Phrase("the card has no embedded lorebook: nothing to import (I-1)"),),
         )
     if is_v1_card(doc):
         name = as_text(doc.get("name"), "name").strip()
@@ -429,7 +430,7 @@ def read_card(doc: Mapping[str, Any], *, fallback_name: str, png: bytes | None =
             source_format=_container(FORMAT_CARD_V1, how),
             card=CardShell(spec="chara_card_v1", data=dict(doc), png=png),
             card_without_book=True,
-            notes=("a V1 card carries no lorebook: nothing to import (I-1)",),
+            notes=(Phrase("a V1 card carries no lorebook: nothing to import (I-1)"),),
         )
     refuse("the card has no 'spec' and no 'data' object: not a character card", "spec")
 

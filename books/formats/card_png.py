@@ -28,7 +28,7 @@ from books.formats.card import count_card_entries, card_document, is_card, read_
 from books.formats.jsonio import check_size, loads_text, refuse, too_large
 from books.formats.limits import FormatLimits, check_batch
 from books.formats.model import ImportedBook
-from lore_platform.errors import DomainError, Term
+from lore_platform.errors import DomainError, Phrase, Term
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_KEYWORDS = ("ccv3", "chara")
@@ -171,11 +171,12 @@ def read_png(data: bytes, *, fallback_name: str, limits: FormatLimits) -> Import
             if failure is None:
                 failure = exc
             if keyword == "ccv3" and "chara" in texts:
-                notes.append(f"the 'ccv3' chunk could not be read ({exc}); used the 'chara' chunk")
+                notes.append(Phrase("the 'ccv3' chunk could not be read ({error}); used the 'chara' chunk",
+                                    values={"error": exc}))
                 continue
             raise failure from None
         if keyword == "ccv3" and "chara" in texts:
-            notes.append("read the 'ccv3' chunk (preferred over 'chara')")
+            notes.append(Phrase("read the 'ccv3' chunk (preferred over 'chara')"))
         return replace(book, notes=book.notes + tuple(notes))
     refuse("the PNG has no readable card chunk", "file")
 

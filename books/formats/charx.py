@@ -18,7 +18,7 @@ from books.formats.card import count_card_entries, is_card, read_card
 from books.formats.jsonio import check_size, decode_text, loads_text, refuse, refuse_clipped, too_large
 from books.formats.limits import FormatLimits, check_batch
 from books.formats.model import ImportedBook
-from lore_platform.errors import Term
+from lore_platform.errors import Phrase, Term
 
 FORMAT_SUFFIX = "charx"
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -101,5 +101,5 @@ def read_charx(data: bytes, *, fallback_name: str, limits: FormatLimits) -> Impo
     check_batch(count_card_entries(doc), limits)
     book = read_card(doc, fallback_name=fallback_name, how=FORMAT_SUFFIX)
     if "module.risum" in names:
-        book = replace(book, notes=book.notes + ("the RisuAI module (module.risum) is not read",))
+        book = replace(book, notes=book.notes + (Phrase("the RisuAI module (module.risum) is not read"),))
     return book

@@ -18,6 +18,7 @@ from typing import Any
 
 from books.formats.jsonio import as_bool, as_keys, as_object, as_text, refuse, type_name
 from books.formats.model import ImportedBook, ImportedEntry
+from lore_platform.errors import Phrase
 
 FORMAT = "koboldai-story"
 NAMESPACE = "kobold"
@@ -57,5 +58,5 @@ def read_story(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
         name=fallback_name,
         entries=tuple(entries),
         source_format=FORMAT,
-        notes=("only the story's world info is imported; its prompt, memory and actions are not lore",),
+        notes=(Phrase("only the story's world info is imported; its prompt, memory and actions are not lore"),),
     )

@@ -56,7 +56,7 @@ from books.formats.model import (
     book_text_check,
 )
 from books.formats.sillytavern import POSITION_NAMES, ST_UI_ONLY
-from lore_platform.errors import DomainError, LimitExceeded, Term, ValidationFailed
+from lore_platform.errors import DomainError, LimitExceeded, Phrase, Term, ValidationFailed
 
 # SPEC §1: book title ≤ 120, description ≤ 2,000 (W-12).
 MAX_BOOK_TITLE = 120
@@ -156,9 +156,9 @@ def regex_keys(keys: Iterable[str]) -> list[str]:
 
 def unusable_reason(entry: ImportedEntry) -> str | None:
     if not entry.content.strip():
-        return "empty content"
+        return Phrase("empty content")
     if entry.extra_ns("risu").get("mode") == "folder":
-        return "RisuAI folder marker, not lore"
+        return Phrase("RisuAI folder marker, not lore")
     return None
 
 
@@ -338,14 +338,14 @@ def map_for_profile(
         label = entry_label(entry, index)
         reason = unusable_reason(entry)
         if reason is None and len(entry.content.strip()) < min_content.min:
-            reason = f"lore shorter than {min_content.min} characters ({min_content.rule})"
+            reason = Phrase("lore shorter than {minimum} characters ({rule})",
+                            values={"minimum": min_content.min, "rule": min_content.rule})
         if reason is None and profile in SKIPS_OVERLONG and min_content.max is not None:
             if len(entry.content) > min_content.max:
                 # S-3: an entry the converter cannot use; the rest of the file still imports.
-                reason = (
-                    f"content is {len(entry.content):,} characters; a {profile} entry holds at most "
-                    f"{min_content.max:,} ({min_content.rule})"
-                )
+                reason = Phrase("content is {length:,} characters; a {profile} entry holds at most {maximum:,} ({rule})",
+                                values={"length": len(entry.content), "profile": profile, "maximum": min_content.max,
+                                        "rule": min_content.rule})
         fingerprint = entry_fingerprint(entry.title, entry.content)
         # The book stores the title the profile gives an entry (made up when empty,
         # shortened when too long), so an earlier import matches under that title too.
@@ -353,9 +353,9 @@ def map_for_profile(
             fingerprint in existing_set
             or (existing_set and entry_fingerprint(_title_for(entry, profile)[0], entry.content) in existing_set)
         ):
-            reason = "already in the book (same title and content)"
+            reason = Phrase("already in the book (same title and content)")
         if reason is None and fingerprint in seen:
-            reason = f"duplicate of entry #{seen[fingerprint]} in this file"
+            reason = Phrase("duplicate of entry #{number} in this file", values={"number": seen[fingerprint]})
         if reason is not None:
             skipped.append({"index": index, "entry": label, "reason": reason})
             continue
@@ -498,19 +498,20 @@ def plan_book(
     warnings = receipt["warnings"]
     if len(title) > MAX_BOOK_TITLE:
         title = _shorten(title, MAX_BOOK_TITLE)
-        warnings.append(f"book name shortened to {MAX_BOOK_TITLE} characters (W-12)")
+        warnings.append(Phrase("book name shortened to {limit} characters (W-12)", values={"limit": MAX_BOOK_TITLE}))
     if len(description) > MAX_BOOK_DESCRIPTION:
         description = description[: MAX_BOOK_DESCRIPTION - 1].rstrip() + "…"
-        warnings.append(f"book description shortened to {MAX_BOOK_DESCRIPTION:,} characters (W-12)")
+        warnings.append(Phrase("book description shortened to {limit:,} characters (W-12)",
+                               values={"limit": MAX_BOOK_DESCRIPTION}))
     settings = book.settings
     for name, limit in (("scan_depth", book_limits.BOOK_SCAN_DEPTH), ("token_budget", book_limits.BOOK_TOKEN_BUDGET)):
         value = getattr(settings, name)
         if value is not None and not limit.low <= value <= limit.high:
             # A scan setting is not lore: fall back to the profile default rather than refuse.
             settings = replace(settings, **{name: None})
-            warnings.append(
-                f"book {name} {value:,} is outside {limit.low:,}–{limit.high:,} ({limit.rule}); the default is used"
-            )
+            warnings.append(Phrase(
+                "book {name} {value:,} is outside {low:,}–{high:,} ({rule}); the default is used",
+                values={"name": name, "value": value, "low": limit.low, "high": limit.high, "rule": limit.rule}))
     if book.collection is not None:
         book_limits.book_fields_check({"tags": list(book.collection.tags), "language": book.collection.language})
     receipt["book"]["name"] = title

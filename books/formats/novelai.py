@@ -20,6 +20,7 @@ from typing import Any
 
 from books.formats.jsonio import as_bool, as_int, as_keys, as_object, as_text, refuse, type_name
 from books.formats.model import ImportedBook, ImportedEntry
+from lore_platform.errors import Phrase
 
 FORMAT = "novelai-lorebook"
 FORMAT_STORY = "novelai-story"
@@ -131,7 +132,7 @@ def read_story(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook:
         entries=book.entries,
         extra=book.extra,
         source_format=FORMAT_STORY,
-        notes=("only the story's lorebook is imported; its text and settings are not lore",),
+        notes=(Phrase("only the story's lorebook is imported; its text and settings are not lore"),),
     )
 
 
@@ -146,5 +147,5 @@ def read_scenario(doc: Mapping[str, Any], *, fallback_name: str) -> ImportedBook
         entries=book.entries,
         extra=book.extra,
         source_format=FORMAT_SCENARIO,
-        notes=("only the scenario's lorebook is imported; its prompt and settings are not lore",),
+        notes=(Phrase("only the scenario's lorebook is imported; its prompt and settings are not lore"),),
     )

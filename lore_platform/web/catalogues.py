@@ -102,8 +102,10 @@ def refusal_class_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
 def message_call_names(root: Path = SOURCE_ROOT) -> frozenset[str]:
     """The calls whose first argument is an English message pages translate: every refusal class,
     ``Term``, ``entry_warning``, ``field_refusal`` (the editor's one-field refusal) and the file
-    readers' ``refuse`` / ``refuse_clipped`` / ``too_large`` (books.formats.jsonio)."""
-    return refusal_class_names(root) | {"Term", "entry_warning", "field_refusal", "refuse", "refuse_clipped", "too_large"}
+    readers' ``refuse`` / ``refuse_clipped`` / ``too_large`` (books.formats.jsonio), and ``Phrase`` (an import
+    receipt's notes and reasons)."""
+    return refusal_class_names(root) | {"Term", "Phrase", "entry_warning", "field_refusal", "refuse", "refuse_clipped",
+                                        "too_large"}
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext
 
 from books.warnings import EntryWarning
-from lore_platform.errors import DomainError, Term
+from lore_platform.errors import DomainError, Phrase, Term
 
 # Missing and forbidden (P-3) are no form or message matter: `refusals_as_pages` makes them pages.
 PAGE_STATUSES = (403, 404)
@@ -43,6 +43,22 @@ def message_said(template: str, values: Mapping[str, Any], english: str) -> str:
         return translated.format(**words)
     except (KeyError, IndexError, ValueError):
         return english
+
+
+def phrase_said(text: str) -> str:
+    """A service's sentence (a ``Phrase``, or plain English) in the page's language."""
+    if isinstance(text, Phrase):
+        return message_said(text.template, text.values, str(text))
+    return gettext(text)
+
+
+def receipt_said(receipt: dict[str, Any]) -> dict[str, Any]:
+    """An import receipt as the page shows it: its notes and the skipped entries' reasons in the page's
+    language (the receipt itself, the API's, stays English). Plain data: it goes into the session."""
+    said = dict(receipt)
+    said["warnings"] = [phrase_said(note) for note in receipt.get("warnings", [])]
+    said["skipped"] = [{**row, "reason": phrase_said(row.get("reason", ""))} for row in receipt.get("skipped", [])]
+    return said
 
 
 def refusal_said(exc: DomainError) -> str:

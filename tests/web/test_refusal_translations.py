@@ -196,3 +196,22 @@ def test_entry_warnings_on_a_spanish_page_are_spanish_and_english_in_the_api(ten
     answer = api.get(f"/api/v1/books/{world.pk}/entries/{long.pk}")
     warnings = {w["code"]: w["message"] for w in answer.json()["warnings"]}
     assert warnings["long_entry"].endswith("Split it into focused entries.")
+
+
+@pytest.mark.django_db
+def test_an_import_receipt_on_a_spanish_page_is_spanish_and_english_in_the_api(tenant_a) -> None:
+    from books.models import Book
+    from tests.web.support import signed_in, world_info
+    from tests.web.test_editor_pages import html
+    from tests.web.test_pages import upload
+
+    owner = signed_in(tenant_a.member)
+    page = html(owner.post("/books", {"action": "import", "profile": "smart", "language": "es",
+                                      "file": upload(world_info())}, follow=True, HTTP_ACCEPT_LANGUAGE="es"))
+    assert "duplicado de la entrada n.º 1 de este archivo" in page and "contenido vacío" in page
+    assert "duplicate of entry" not in page and "empty content" not in page
+    book = Book.objects.for_tenant(tenant_a.tenant).get()
+    api = Client(HTTP_AUTHORIZATION=f"Api-Key {tenant_a.member_key}", HTTP_ACCEPT_LANGUAGE="es")
+    answer = api.post(f"/api/v1/books/{book.pk}/import", {"file": upload(world_info()), "mode": "append"})
+    reasons = {row["reason"] for row in answer.json()["receipt"]["skipped"]}
+    assert "already in the book (same title and content)" in reasons and "empty content" in reasons

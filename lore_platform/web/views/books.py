@@ -37,7 +37,7 @@ from lore_platform.web.forms import (
     PreviewForm,
     VisibilityForm,
 )
-from lore_platform.web.refusals import refusal_as_message, refusal_on_form
+from lore_platform.web.refusals import receipt_said, refusal_as_message, refusal_on_form
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import (
     is_htmx,
@@ -79,7 +79,7 @@ def my_books(request: HttpRequest) -> HttpResponse:
                                              profile=upload.cleaned_data["profile"],
                                              title=upload.cleaned_data["title"] or None)
         if not refused:
-            receipt = result.receipt
+            receipt = receipt_said(result.receipt)
             language = upload.cleaned_data["language"]
             if result.book is not None and language and language != result.book.language:
                 book_update(actor=actor, book=result.book, language=language)
@@ -216,7 +216,7 @@ def book_import_into(request: HttpRequest, book_id: int) -> HttpResponse:
     data, filename = _upload(form)
     result = imports.book_import_into(actor=actor, book=book, data=data, filename=filename,
                                       mode=form.cleaned_data["mode"])
-    request.session["web_receipt"] = result.receipt
+    request.session["web_receipt"] = receipt_said(result.receipt)
     return redirect("web-book", book_id=book.pk)
 
 

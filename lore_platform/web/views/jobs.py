@@ -26,7 +26,7 @@ from lore_platform.web.forms import (
     ModelSettingsForm,
     SplitForm,
 )
-from lore_platform.web.refusals import refusal_as_message, refusal_on_form, refusal_text
+from lore_platform.web.refusals import receipt_said, refusal_as_message, refusal_on_form, refusal_text
 from lore_platform.web.session import actor_required
 from lore_platform.web.views.common import is_htmx, page_of, refusals_as_pages
 
@@ -253,7 +253,7 @@ def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
         context = _job_context(request, job, rows=rows, review=review, review_error=text)
         return render(request, "web/job.html", context, status=exc.status if exc.status != 404 else 400)
     book = receipt.get("book", {}).get("id")
-    request.session["web_receipt"] = receipt
+    request.session["web_receipt"] = receipt_said(receipt)
     messages.success(request, _("%(n)s entries accepted from the draft.") % {"n": receipt.get("added", 0)})
     return redirect("web-book", book_id=book) if book else redirect("web-job", job_id=job.pk)
 
