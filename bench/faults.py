@@ -8,9 +8,9 @@ SQLite file. Requests go through Django's test client in this process (the
 whole API stack, no HTTP server), with API-key authentication.
 
 - ``redis``: context calls and edits with Redis up, stopped, and started again.
-  Checks: no error while it is down, the down p99 within +50 ms of the up p99
-  (a stall is a connect timeout per call, >= 100 ms; turns take 6-10 ms now, and one
-  call in a 40-turn window with Redis down was measured at 15-30 ms),
+  Checks: no error while it is down, the down p90 within +20 ms of the up p90 (a
+  stall is the 100 ms publish timeout paid per call) and no call more than 150 ms over
+  the slowest up call (one publish per retry window may wait out that timeout once),
   no publish waits past ~100 ms, the worker reconnects by itself, and once the
   broker is back every turn's usage is counted and every edited entry indexed
   exactly once (the sweeps find what the outage left behind).
@@ -61,8 +61,8 @@ def percentiles(values: list[float]) -> dict[str, float]:
     if not ordered:
         return {"n": 0}
     pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
-    return {"n": len(ordered), "p50_ms": round(pick(0.5) * 1000, 1), "p99_ms": round(pick(0.99) * 1000, 1),
-            "max_ms": round(ordered[-1] * 1000, 1)}
+    return {"n": len(ordered), "p50_ms": round(pick(0.5) * 1000, 1), "p90_ms": round(pick(0.9) * 1000, 1),
+            "p99_ms": round(pick(0.99) * 1000, 1), "max_ms": round(ordered[-1] * 1000, 1)}
 
 
 class Services:
@@ -344,10 +344,13 @@ def settled(tenant: Tenant, injected: int) -> bool:
 # --- modes ---------------------------------------------------------------------
 
 
-# A stall (a connect timeout paid per call) is >= 100 ms. Turns take 6-10 ms now, and one call
-# in a 40-turn window with Redis down was measured at 15-30 ms (not always the first): +20 ms
-# failed on that single call, which is no stall.
-DOWN_P99_SLACK_MS = 50
+# A stall is the publish timeout (BROKER_PUBLISH_TIMEOUT, 100 ms) paid on every call: it moves the
+# p90 by 100 ms. By design one publish per BROKER_RETRY_AFTER window may wait it out once (the broker
+# is then skipped), so one call of a window may be up to ~100 ms slower: in 40 turns that single call
+# is the p99 and the max (seen: 15-30 ms, and once 84.5 ms against an up p99 of 10 ms, a run that the
+# old "p99 within +50 ms" rule failed). Turns take 5-10 ms.
+DOWN_P90_SLACK_MS = 20
+DOWN_MAX_SLACK_MS = 150  # one publish timeout (100 ms) and scheduling on two shared cores
 
 
 def mode_redis(services: Services, args: argparse.Namespace) -> list[str]:
@@ -385,8 +388,10 @@ def mode_redis(services: Services, args: argparse.Namespace) -> list[str]:
     failures = []
     if up["errors"] or down["errors"]:
         failures.append(f"errors: {up['errors'][:3] + down['errors'][:3]}")
-    if down_stats["p99_ms"] > up_stats["p99_ms"] + DOWN_P99_SLACK_MS:
-        failures.append(f"Redis-down context p99 more than {DOWN_P99_SLACK_MS} ms over Redis-up")
+    if down_stats["p90_ms"] > up_stats["p90_ms"] + DOWN_P90_SLACK_MS:
+        failures.append(f"Redis-down context p90 more than {DOWN_P90_SLACK_MS} ms over Redis-up: a stall per call")
+    if down_stats["max_ms"] > up_stats["max_ms"] + DOWN_MAX_SLACK_MS:
+        failures.append(f"a Redis-down context call more than {DOWN_MAX_SLACK_MS} ms over the slowest Redis-up one")
     if max(down["edits"], default=0) > 1.0:
         failures.append("an edit waited over a second with Redis down")
     if not worker_alive:
