@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from books.decorators import DecoratorReport, decorators_read
 from books.models import Book, Entry, Profile
 from books.tokens import model_tokenizer
+from lore_platform.errors import Phrase
 from retrieval.engine.rules import SMART
 
 LONG_ENTRY_TOKENS = SMART.trim_tokens  # W-5: longer than what an injected entry is trimmed to
@@ -45,18 +46,13 @@ _SEPARATOR = re.compile(r"^[ \t]*(?:-{3,}|\*{3,}|={3,})[ \t]*$", re.MULTILINE)
 @dataclass(frozen=True, kw_only=True)
 class EntryWarning:
     code: str
-    message: str  # English, the API's words
+    message: str  # English, the API's words (a Phrase: pages translate it)
     rule: str
-    # The message's template and values: pages fill in its translation (lore_platform.web.refusals).
-    template: str = ""
-    values: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 def entry_warning(template: str, *, code: str, rule: str, values: dict[str, Any] | None = None) -> EntryWarning:
     """A warning whose English message is ``template`` filled in with ``values``."""
-    values = values or {}
-    return EntryWarning(code=code, rule=rule, message=template.format(**values) if values else template,
-                        template=template, values=values)
+    return EntryWarning(code=code, rule=rule, message=Phrase(template, values))
 
 
 def looks_multi_topic(content: str) -> bool:

@@ -17,11 +17,12 @@ class Term(str):
 
 
 class Phrase(str):
-    """An English sentence that keeps its template and values (an import receipt's note, a skipped
-    entry's reason): the API and the stored receipt say the English, a page fills in the catalogue's
-    translation (``lore_platform.web.refusals``) as it does a refusal's."""
+    """An English sentence that keeps its template and values (a refusal's message, an entry warning,
+    an import receipt's note): the API and what is stored say the English, a page fills in the
+    catalogue's translation of the template (``lore_platform.web.refusals``)."""
 
     def __new__(cls, template: str, values: Mapping[str, Any] | None = None) -> Phrase:
+        template = str(template)  # a lazy translation (a page's own refusal) is read once, here
         filled = template.format(**values) if values else template
         phrase = super().__new__(cls, filled)
         phrase.template = template
@@ -36,8 +37,8 @@ class DomainError(Exception):
     """A refused operation: names the field and the product rule it broke.
 
     ``message`` is English, the API's words. With ``values`` it is a template filled in with them
-    (``"{what} is {length:,} characters"``): the API says the filled-in English, a page fills in its
-    translation of the template (``lore_platform.web.refusals``), so the words need not be parsed back.
+    (``"{what} is {length:,} characters"``) and kept as a ``Phrase``: the API says the filled-in
+    English, a page fills in its translation of the template, so the words need not be parsed back.
     """
 
     status = 400
@@ -53,17 +54,22 @@ class DomainError(Exception):
         details: dict[str, Any] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> None:
-        self.template = message
-        self.values: dict[str, Any] = dict(values) if values else {}
-        if self.values:
-            message = message.format(**self.values)
-        super().__init__(message)
-        self.message = message
+        # A Phrase passed on as it is keeps its template and values.
+        self.message = message if isinstance(message, Phrase) and not values else Phrase(message, values)
+        super().__init__(str(self.message))
         self.field = field
         self.rule = rule
         if code:
             self.code = code
         self.details = details or {}
+
+    @property
+    def template(self) -> str:
+        return self.message.template
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return self.message.values
 
     def as_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message}

@@ -12,7 +12,7 @@ One place says how, so every page words a refusal alike, with its rule ID once:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -29,27 +29,22 @@ from lore_platform.errors import DomainError, Phrase, Term
 PAGE_STATUSES = (403, 404)
 
 
-def message_said(template: str, values: Mapping[str, Any], english: str) -> str:
-    """A service's message in the page's language: the catalogue's translation of its template,
-    filled in with its values (``Term`` values translated too); ``english`` where the catalogue has
+def phrase_said(text: str) -> str:
+    """A service's sentence in the page's language: the catalogue's translation of a ``Phrase``'s
+    template filled in with its values (``Term`` values, and a refusal inside a refusal — a draft
+    entry's limit — translated too), of plain English as it is; the English where the catalogue has
     none or a translation does not fit the values."""
-    translated = gettext(template)
-    if not values:
+    if not isinstance(text, Phrase):
+        return gettext(text)
+    translated = gettext(text.template)
+    if not text.values:
         return translated
-    # A refusal inside a refusal (a draft entry's limit) is said in the page's language too.
     words = {name: gettext(value) if isinstance(value, Term) else refusal_said(value) if isinstance(value, DomainError)
-             else value for name, value in values.items()}
+             else value for name, value in text.values.items()}
     try:
         return translated.format(**words)
     except (KeyError, IndexError, ValueError):
-        return english
-
-
-def phrase_said(text: str) -> str:
-    """A service's sentence (a ``Phrase``, or plain English) in the page's language."""
-    if isinstance(text, Phrase):
-        return message_said(text.template, text.values, str(text))
-    return gettext(text)
+        return str(text)
 
 
 def receipt_said(receipt: dict[str, Any]) -> dict[str, Any]:
@@ -62,13 +57,13 @@ def receipt_said(receipt: dict[str, Any]) -> dict[str, Any]:
 
 
 def refusal_said(exc: DomainError) -> str:
-    """A service's refusal in the page's language (``message_said``)."""
-    return message_said(exc.template, exc.values, exc.message)
+    """A service's refusal in the page's language (``phrase_said``)."""
+    return phrase_said(exc.message)
 
 
 def warning_text(warning: EntryWarning) -> str:
     """An entry's warning in the page's language, with its rule ID."""
-    return f"{message_said(warning.template or warning.message, warning.values, warning.message)} ({warning.rule})"
+    return f"{phrase_said(warning.message)} ({warning.rule})"
 
 
 def refusal_text(exc: DomainError) -> str:
