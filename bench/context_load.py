@@ -2,7 +2,7 @@
 
 The real stack: gunicorn (deploy/gunicorn.conf.py) serving the app through
 ``bench.timed_wsgi`` (per-step timing in a ``Server-Timing`` header; production
-serves ``lore_platform.wsgi`` and carries none of it), PostgreSQL, Redis as the
+serves ``config.wsgi`` and carries none of it), PostgreSQL, Redis as the
 Celery broker and a Celery worker applying the usage sweeps, all on the same
 two cores as in production. A tenant with 3 classic books of 2,000 entries in
 all on one character, and a smart world book (``--smart-entries``, indexed
@@ -96,7 +96,7 @@ def _env(args: argparse.Namespace, *, throttle: str) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "false",
         "GUNICORN_ACCESS_LOG": "off",
         "OMP_NUM_THREADS": "1",
-        "DJANGO_SETTINGS_MODULE": "lore_platform.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     env.pop("API_THROTTLE_RATE", None)  # production: the settings' default rate
     if throttle == "off":
@@ -134,10 +134,10 @@ django.setup()
 from books.models import Book, Entry, content_hash
 from lore_platform.tenancy.services import tenant_create
 from lore_platform.tenancy.selectors import actor_for_api_key
-from lore_platform.cast.services import character_import
-from lore_platform.cast.chats import chat_create
-from lore_platform.cast.attachments import book_attach
-from retrieval.tasks import index_entries
+from cast.services import character_import
+from cast.chats import chat_create
+from cast.attachments import book_attach
+from retrieval.adapter.tasks import index_entries
 from bench.context_load import BOOKS, _key
 from bench.smart_bench import world_book_generate
 
@@ -490,12 +490,12 @@ def answer_differences(sample: dict[str, Any]) -> list[str]:
     ``turn_run`` from the chat's state before it, the body through ``context_body``; only the stored
     log's id (``request_log_id``) is the HTTP call's own.
     """
-    from lore_platform.cast.api import serializers
-    from lore_platform.cast.api.answers import context_body
-    from lore_platform.cast.api.views import turn_input
-    from lore_platform.cast.models import Chat
-    from lore_platform.cast.selectors import chat_books_gather
-    from lore_platform.cast.turns import turn_run
+    from cast.api import serializers
+    from cast.api.answers import context_body
+    from cast.api.views import turn_input
+    from cast.models import Chat
+    from cast.selectors import chat_books_gather
+    from cast.turns import turn_run
 
     chat = Chat.objects.unscoped().select_related("tenant").get(pk=sample["chat"])
     request = turn_input(serializers.context_in(sample["request"]))  # as the view reads it
@@ -542,9 +542,9 @@ def _engine_share(env: dict[str, str], keys: list[str], turns: int) -> float:
 import json, random, statistics, sys, time
 import django
 django.setup()
-from lore_platform.cast.models import Chat
-from lore_platform.cast.selectors import chat_books_gather
-from lore_platform.cast.turns import TurnInput, turn_run
+from cast.models import Chat
+from cast.selectors import chat_books_gather
+from cast.turns import TurnInput, turn_run
 from retrieval.engine import values as ev
 from bench.context_load import RollingChat
 keys = json.loads(sys.argv[1]); turns = int(sys.argv[2])
@@ -573,7 +573,7 @@ import django
 django.setup()
 from django.db.models import Sum
 from books.models import Entry
-from lore_platform.cast.models import RequestLog
+from cast.models import RequestLog
 deadline = time.time() + float(sys.argv[1])
 while True:
     waiting = RequestLog.objects.unscoped().filter(usage_recorded_at__isnull=True).count()
@@ -591,7 +591,7 @@ print(json.dumps({"logs_waiting": waiting, "injections": injected, "counted": co
 
 def _serve(args: argparse.Namespace, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker", "--concurrency", "1",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency", "1",
          "--pool", "solo", "-l", "WARNING"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

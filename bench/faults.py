@@ -102,7 +102,7 @@ class Services:
     # --- worker ---
     def worker_start(self) -> None:
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker", "--concurrency", "1",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency", "1",
              "--pool", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"],
             cwd=REPO, env={**self.env, "OMP_NUM_THREADS": "1"},
             stdout=open(self.root / "worker.log", "ab"), stderr=subprocess.STDOUT,
@@ -177,7 +177,7 @@ def django_start(services: Services, *, database_url: str = "") -> None:
         env["DATABASE_URL"] = database_url
     os.environ.clear()
     os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "lore_platform.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, env=os.environ, check=True)
     import django
 
@@ -292,7 +292,7 @@ def wait_for(what: str, probe: Any, timeout: float) -> float:
 
 
 def worker_answers(timeout: float = 3.0) -> bool:
-    from lore_platform.tasks import ping
+    from config.tasks import ping
 
     try:
         ping.apply_async().get(timeout=timeout)
@@ -305,9 +305,9 @@ def sweeps_run() -> None:
     """What celery beat does every few minutes, now (with no grace for entries left pending)."""
     from datetime import timedelta
 
-    from lore_platform.cast.tasks import request_usage_sweep
-    from lore_platform.celery import task_publish
-    from retrieval.indexing import entries_pending_sweep
+    from cast.tasks import request_usage_sweep
+    from lore_platform.tasks import task_publish
+    from retrieval.adapter.indexing import entries_pending_sweep
 
     task_publish(request_usage_sweep)
     entries_pending_sweep(grace=timedelta(0))
@@ -316,8 +316,8 @@ def sweeps_run() -> None:
 def nothing_lost(tenant: Tenant, *, turns_injected: int) -> dict[str, Any]:
     """Every injection counted once; every world entry indexed exactly once, at its current text."""
     from books.models import Entry, IndexingState
-    from lore_platform.cast.models import RequestLog
-    from retrieval.models import EntryVector
+    from cast.models import RequestLog
+    from retrieval.adapter.models import EntryVector
 
     entries = list(Entry.objects.for_tenant(tenant.tenant).filter(book__profile="smart"))
     vectors = list(EntryVector.objects.filter(entry__in=entries).values_list("entry_id", "content_hash"))
@@ -409,7 +409,7 @@ def mode_worker(services: Services, args: argparse.Namespace) -> list[str]:
     wait_for("the worker", worker_answers, 60)
     tenant = Tenant()
     from books.models import Entry, IndexingState
-    from retrieval.models import EntryVector
+    from retrieval.adapter.models import EntryVector
 
     client = tenant.client()
     started = time.perf_counter()
@@ -475,7 +475,7 @@ def mode_postgres(services: Services, args: argparse.Namespace) -> list[str]:
         f"/api/v1/chats/{tenant.chat}/context", {"messages": [{"role": "user", "text": "bell"}], "model": MODEL},
         format="json").status_code == 200, 30)
     after = turns(tenant, client, tenant.chat, count, "after", edits=False)
-    from lore_platform.cast.models import RequestLog
+    from cast.models import RequestLog
 
     logs = RequestLog.objects.for_tenant(tenant.tenant).count()
     expected_logs = 5 + len(up["context"]) + 1 + len(after["context"])

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("CELERY_BROKER_URL", None)
     os.environ["LOREWEAVE_DATA_DIR"] = data_dir
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import django
 

@@ -18,7 +18,7 @@ nothing (it deletes the tenant it made). It builds one world book of
   selection calls through ``BookMeaningSearch`` (the W-7 mostly-indexed check,
   embedding the window into its query vector, ``nearest(k=10)`` on the
   configured ``VectorIndex``) and the whole smart turn as the context call runs
-  it (``lore_platform.cast.turns.turn_run``);
+  it (``cast.turns.turn_run``);
 - the naive baseline on every timed turn: an exact scan of every entry's vector
   in Python. Its top-k is compared with the index's (recall: HNSW is
   approximate), and the whole turn run again on it must inject the same entries
@@ -31,7 +31,7 @@ import os
 # Before numpy is imported anywhere: one BLAS/OpenMP thread per process.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -113,7 +113,7 @@ def chat_generate(turns: int, seed: int = 11) -> list[str]:
 def _index_chunks(tenant_id: int, chunks: list[list[int]]) -> int:
     from django.db import connections
 
-    from retrieval.tasks import index_entries
+    from retrieval.adapter.tasks import index_entries
 
     embedded = 0
     for chunk in chunks:
@@ -127,7 +127,7 @@ def indexing_measure(tenant: Any, entry_ids: list[int], workers: int) -> dict[st
     from django.db import connections
 
     from books.models import Entry, IndexingState
-    from retrieval.models import EntryVector
+    from retrieval.adapter.models import EntryVector
 
     EntryVector.objects.for_tenant(tenant).delete()
     Entry.objects.for_tenant(tenant).update(indexing_state=IndexingState.PENDING)
@@ -161,7 +161,7 @@ class NaiveVectorIndex:
 
     def __init__(self, tenant: Any, model_name: str) -> None:
         from books.models import Entry
-        from retrieval.models import EntryVector
+        from retrieval.adapter.models import EntryVector
 
         enabled = set(Entry.objects.for_tenant(tenant).filter(enabled=True).values_list("pk", flat=True))
         self.rows: list[tuple[int, int, list[float]]] = []
@@ -196,9 +196,9 @@ def _windows(kind: str, chat: list[str], turns: int) -> list[list[str]]:
 def _cold_reset() -> None:
     """Nothing remembered between turns: message vectors, book indexes and coverage, keyword memos,
     the smart title/alias matcher's names-per-text memo."""
-    from retrieval.embedders import message_cache_get
+    from retrieval.adapter.embedders import message_cache_get
     from retrieval.engine import smart
-    from retrieval.vector_store import memory_cache_clear
+    from retrieval.adapter.vector_store import memory_cache_clear
 
     from .honest import engine_memos_clear, matcher_memo_clear
 
@@ -227,7 +227,7 @@ class _StageClock:
         self.spent = dict.fromkeys(STAGES, 0.0)
 
     def meaning(self, books: list[Any]) -> Any:
-        from retrieval.vector_store import ChatMeaningSearch
+        from retrieval.adapter.vector_store import ChatMeaningSearch
 
         clock = self
 
@@ -251,7 +251,7 @@ class _StageClock:
 
 def _assemble_timed(clock_of: Any) -> Any:
     """``turns.assemble`` wrapped: the engine's time, less the ranking it asked for."""
-    from lore_platform.cast import turns
+    from cast import turns
 
     original = turns.assemble
 
@@ -273,9 +273,9 @@ def search_measure(tenant: Any, book_id: int, turns: int, naive: NaiveVectorInde
 
     The naive exact scan runs on every timed turn; ``recall`` is the share of its top-k the index found.
     """
-    from retrieval.embedders import embedder_get
+    from retrieval.adapter.embedders import embedder_get
     from retrieval.engine.embeddings import MessageEmbeddingCache
-    from retrieval.vector_store import BookMeaningSearch, memory_cache_clear, vector_index_get
+    from retrieval.adapter.vector_store import BookMeaningSearch, memory_cache_clear, vector_index_get
 
     from .honest import KINDS, ratio, summary_ms
 
@@ -334,7 +334,7 @@ def search_measure(tenant: Any, book_id: int, turns: int, naive: NaiveVectorInde
 
 def _naive_meaning(books: list[Any], naive: NaiveVectorIndex) -> Any:
     """The chat meaning search with the naive index in place of the configured one."""
-    from retrieval.vector_store import BookMeaningSearch, ChatMeaningSearch
+    from retrieval.adapter.vector_store import BookMeaningSearch, ChatMeaningSearch
 
     class NaiveMeaning(ChatMeaningSearch):
         def _search(self, tenant: Any) -> BookMeaningSearch:
@@ -353,16 +353,16 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
     ``turn`` is both. The same selection on the naive index runs after each timed turn (its window already
     embedded, so it is compared with ``select``), and its injections must match.
     """
-    from retrieval.embedders import message_cache_get
+    from retrieval.adapter.embedders import message_cache_get
 
     # One process times its own embedding: vectors another run left in the shared cache must
     # not warm its turns (cold above all).
     message_cache_get().shared = None
-    from lore_platform.cast.selectors import GatheredBook, Gathering
-    from lore_platform.cast.turns import TurnInput, turn_run
+    from cast.selectors import GatheredBook, Gathering
+    from cast.turns import TurnInput, turn_run
     from retrieval.engine import values as ev
     from retrieval.engine.smart import meaning_window
-    from retrieval.vector_store import ChatMeaningSearch
+    from retrieval.adapter.vector_store import ChatMeaningSearch
 
     from .honest import KINDS, ratio, summary_ms
 
@@ -378,7 +378,7 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
                           gathering=gathering, state={}, seed="bench", meaning=meaning)
         return (time.perf_counter() - started) * 1000, result
 
-    from lore_platform.cast import turns as cast_turns
+    from cast import turns as cast_turns
 
     clock = _StageClock()
     original_assemble, timed_assemble = _assemble_timed(lambda: clock)
@@ -509,8 +509,8 @@ def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
 
     from books.models import Book, Entry, Profile, content_hash
     from lore_platform.tenancy.services import tenant_create
-    from retrieval.embedders import embedder_get
-    from retrieval.models import EntryVector
+    from retrieval.adapter.embedders import embedder_get
+    from retrieval.adapter.models import EntryVector
 
     tag = secrets.token_hex(4)  # a given database may already hold another run's tenant
     created = tenant_create(name=f"Bench {tag}", admin_email=f"bench-{tag}@loreweave.local", profile="smart")
@@ -531,8 +531,8 @@ def _measure(args: argparse.Namespace, worker_counts: list[int], tenant: Any, cr
     from django.db import connection
 
     from books.models import Book, Entry, Profile, content_hash
-    from retrieval.embedders import embedder_get
-    from retrieval.models import EntryVector
+    from retrieval.adapter.embedders import embedder_get
+    from retrieval.adapter.models import EntryVector
 
     book = Book.objects.create(tenant=tenant, owner=created.admin, title="Bench world", profile=Profile.SMART)
     generated = world_book_generate(args.entries)

@@ -9,7 +9,7 @@ notes of at most 40,000 characters (A-2), in three layouts:
 - ``plain``: the title alone on a line, then the lore, a blank line between;
 - ``named``: one ``Title: lore`` line each (the lore's line breaks folded).
 
-Each note is split (``lore_platform.jobs.splitter.split_text``) and an
+Each note is split (``jobs.splitter.split_text``) and an
 original entry counts as recovered when exactly one split entry has its title
 (compared casefolded, whitespace collapsed) and it holds the entry's lore.
 Prints one JSON line per layout and the target (≥ 90% with headings).
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lore_platform.jobs.splitter import split_text
+from jobs.splitter import split_text
 
 REPO = Path(__file__).resolve().parents[1]
 NOTES_MAX = 40_000
@@ -157,5 +157,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     raise SystemExit(main())

@@ -1,8 +1,8 @@
 """The WSGI app with per-step timing, for ``bench.context_load`` only: ``bench.timed_wsgi:application``.
 
-Production serves ``lore_platform.wsgi`` and never imports this module, so the
+Production serves ``config.wsgi`` and never imports this module, so the
 hot path carries no timing code. Here the turn's steps are wrapped where
-``lore_platform.cast.turns`` looks them up (its module globals) and every
+``cast.turns`` looks them up (its module globals) and every
 response gets a ``Server-Timing`` header, in ms::
 
     Server-Timing: app;dur=12.1, gather;dur=0.9, turn;dur=3.2, engine;dur=2.6
@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lore_platform.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 _django = get_wsgi_application()
 
-from lore_platform.cast import turns  # noqa: E402  (after the app registry is ready)
+from cast import turns  # noqa: E402  (after the app registry is ready)
 
 _steps = threading.local()
 STEPS = ("gather", "embed", "turn", "engine")

@@ -5,7 +5,7 @@ them. A write that changes what entries embed marks them ``pending`` here (the
 dirty flag is the entry's own ``indexing_state``, W-7) and publishes
 :data:`ENTRIES_CHANGED`; a change to a book that is not private publishes
 :data:`SHARED_BOOK_CHANGED`. The layer above implements each task under that
-name (``retrieval.tasks``, ``sharing.tasks``). The rows are the durable record:
+name (``retrieval.adapter.tasks``, ``sharing.tasks``). The rows are the durable record:
 a message lost with the broker only delays, since each implementer's periodic
 sweep finds what is still behind (pending entries, a share older than the
 book's ``version``).
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, Visibility
-from lore_platform.celery import task_publish
+from lore_platform.tasks import task_publish
 
 # (tenant_id, entry_ids): retrieval brings these entries' vectors up to date.
 ENTRIES_CHANGED = "books.entries_changed"

@@ -19,7 +19,7 @@ tenant-owned books) gets it. ``server`` books stay admin-only in every format
 (S-1). Exporting is a read: a read-only key may do it.
 
 The tenant's full backup and restore sit above every app they save, in
-``lore_platform.backup``.
+``backup``.
 """
 
 from __future__ import annotations

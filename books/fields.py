@@ -8,7 +8,7 @@ Everything that spells an entry reads this tuple or is checked against it:
 - ``books.formats.model.ImportedEntry``: dataclass defaults, hence every
   reader's "absent" value and every writer's "leave out when default";
 - ``books.exports``: rows → ``ImportedEntry`` field by field;
-- ``retrieval.loading.engine_entry`` and ``retrieval.engine.values.Entry``
+- ``retrieval.adapter.loading.engine_entry`` and ``retrieval.engine.values.Entry``
   (which may import neither Django nor ``books``) are checked against it by
   ``tests/books/test_fields.py``, as is every column of ``Entry``.
 

@@ -53,7 +53,7 @@ Tenant-only state: per-entry channels exist only in server persona books
 book from a native file takes back its collection state where the new book can
 hold it (``collection_fields``; the receipt's ``restored`` and ``warnings`` say
 what came back and what did not); sharing and ownership come back only through
-a full backup restore (``lore_platform.backup.services.tenant_restore``).
+a full backup restore (``backup.services.tenant_restore``).
 """
 
 from __future__ import annotations

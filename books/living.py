@@ -135,7 +135,7 @@ def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
     return (create, append)
 
 
-# The notice's text is a msgid as well: the pages show it translated (lore_platform/web/locale).
+# The notice's text is a msgid as well: the pages show it translated (web/locale).
 LIVING_WORLD_OFF = gettext_noop("The living world is now off: it works only on private books, and this book is "
                                 "%(visibility)s. The model no longer writes into it; turning it back on needs the "
                                 "book private again.")

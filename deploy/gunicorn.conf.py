@@ -40,7 +40,7 @@ preload_app = True
 def when_ready(server):  # noqa: ANN001, ANN201 (gunicorn hook)
     """In the master, after the app is loaded and before workers fork: load what every worker needs."""
     if preload_app:
-        from lore_platform.warm import process_warm
+        from config.warm import process_warm
 
         loaded = process_warm()
         server.log.info("warm: tokenizers loaded before fork: %s", ", ".join(loaded) or "none")

@@ -1,5 +1,5 @@
-"""Loreweave platform: settings, wiring, tenants and the cast (characters, stories, chats).
+"""The ground every app stands on: tenancy (tenants, users, memberships, API keys and scoping), the
+API's sealed base views and error answers, task retry and publishing, encoding and database helpers.
 
-The Celery app lives in ``lore_platform.celery`` and is imported by the modules
-that define tasks, so importing this package stays cheap for the CLI.
+Nothing here imports an app above it (``.importlinter``).
 """

@@ -19,7 +19,7 @@ class Term(str):
 class Phrase(str):
     """An English sentence that keeps its template and values (a refusal's message, an entry warning,
     an import receipt's note): the API and what is stored say the English, a page fills in the
-    catalogue's translation of the template (``lore_platform.web.refusals``)."""
+    catalogue's translation of the template (``web.refusals``)."""
 
     def __new__(cls, template: str, values: Mapping[str, Any] | None = None) -> Phrase:
         template = str(template)  # a lazy translation (a page's own refusal) is read once, here

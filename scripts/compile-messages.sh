@@ -10,7 +10,7 @@ if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 command -v msgfmt >/dev/null 2>&1 || { echo "compile-messages: msgfmt missing (apt-get install gettext)" >&2; exit 1; }
 shopt -s nullglob
-catalogues=("$root"/lore_platform/web/locale/*/LC_MESSAGES/django.po)
+catalogues=("$root"/web/locale/*/LC_MESSAGES/django.po)
 [ ${#catalogues[@]} -gt 0 ] || { echo "compile-messages: no catalogue under $root" >&2; exit 1; }
 for po in "${catalogues[@]}"; do
   mo="${po%.po}.mo"

@@ -13,8 +13,8 @@ export CELERY_BROKER_URL="${CELERY_BROKER_URL:-filesystem://}"
 .venv/bin/python manage.py demo_setup
 HOST="${HOST:-127.0.0.1}" PORT="${PORT:-8000}"
 
-.venv/bin/celery -A lore_platform.celery worker --pool=solo --concurrency=1 -Q loreweave --loglevel=WARNING &
+.venv/bin/celery -A config worker --pool=solo --concurrency=1 -Q loreweave --loglevel=WARNING &
 worker=$!
 trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null' EXIT INT TERM
 echo "Loreweave is running at http://$HOST:$PORT/  (library: /library, API docs: /api/docs/, health: /healthz). Ctrl-C stops it."
-.venv/bin/gunicorn lore_platform.wsgi:application --config deploy/gunicorn.conf.py --bind "$HOST:$PORT"
+.venv/bin/gunicorn config.wsgi:application --config deploy/gunicorn.conf.py --bind "$HOST:$PORT"

@@ -1,6 +1,6 @@
 """The sharing app's settings, read in one place.
 
-``lore_platform/settings.py`` owns the environment; until it defines these
+``config/settings.py`` owns the environment; until it defines these
 names, the defaults here apply:
 
 - ``LOREWEAVE_DISPLAY_LANGUAGES``: languages every non-private book is

@@ -19,7 +19,7 @@ from django.utils import timezone
 from books.models import Book
 from lore_platform.tenancy.models import Tenant
 from lore_platform.tenancy.scoping import TenantScopedManager
-from retrieval.models import EmbeddingField
+from retrieval.adapter.models import EmbeddingField
 
 LINK_TOKEN_BYTES = 24  # 192 bits: unguessable; 32 URL-safe characters
 

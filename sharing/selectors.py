@@ -29,7 +29,7 @@ from lore_platform.errors import Conflict, DomainError, NotFound, ValidationFail
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 from retrieval.engine.embeddings import Embedder, Vector, cosine_many, top_k
-from retrieval.models import vector_to_pg_text
+from retrieval.adapter.models import vector_to_pg_text
 from sharing import config
 from sharing.documents import pg_text_search_config, search_terms, tag_normalise
 from sharing.models import BookShare, BookTranslation, BookVector, TranslationStatus
@@ -325,7 +325,7 @@ def library_search(
 def _search_by_meaning(text: str, base: QuerySet[Book], *, sort: str, embedder: Embedder | None) -> list[Book]:
     try:
         if embedder is None:
-            from retrieval.embedders import embedder_get
+            from retrieval.adapter.embedders import embedder_get
 
             embedder = embedder_get()
         [query] = embedder.embed_queries([text])

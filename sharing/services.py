@@ -29,7 +29,7 @@ from books import limits
 from books.access import access_book
 from books.models import Book, Entry, Profile, Scope, Visibility
 from books.services import book_create, book_version_bump, entries_create_bulk
-from lore_platform.celery import task_publish
+from lore_platform.tasks import task_publish
 from lore_platform.errors import LimitExceeded, NotFound, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -361,7 +361,7 @@ def book_vector_refresh_run(*, tenant: Tenant | int, book_id: int, embedder: Emb
     )
     digest = text_hash(text)
     if embedder is None:
-        from retrieval.embedders import embedder_get
+        from retrieval.adapter.embedders import embedder_get
 
         embedder = embedder_get()
     existing = BookVector.objects.for_tenant(book.tenant).filter(book=book).first()

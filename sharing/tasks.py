@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from books.events import SHARED_BOOK_CHANGED
-from lore_platform.celery import TASK_RETRY, app
+from celery import shared_task
+
+from lore_platform.tasks import TASK_RETRY
 
 
-@app.task(name="sharing.book_shared_refresh", **TASK_RETRY)
+@shared_task(name="sharing.book_shared_refresh", **TASK_RETRY)
 def book_shared_refresh(tenant_id: int, book_id: int) -> dict[str, Any]:
     """A shared book changed or was shared: refresh its search document, vector and translations."""
     from sharing.services import book_shared_refresh_run
@@ -23,7 +25,7 @@ def book_shared_refresh(tenant_id: int, book_id: int) -> dict[str, Any]:
     return {"outcome": report.outcome, "translations_scheduled": report.translations_scheduled}
 
 
-@app.task(name=SHARED_BOOK_CHANGED, **TASK_RETRY)
+@shared_task(name=SHARED_BOOK_CHANGED, **TASK_RETRY)
 def shared_book_changed(tenant_id: int, book_id: int) -> bool:
     """A book got a new version (published by ``books.events``): refresh it if it is shared."""
     from sharing.services import shared_book_changed_run
@@ -31,7 +33,7 @@ def shared_book_changed(tenant_id: int, book_id: int) -> bool:
     return shared_book_changed_run(tenant=tenant_id, book_id=book_id)
 
 
-@app.task(name="sharing.book_vector_refresh", **TASK_RETRY)
+@shared_task(name="sharing.book_vector_refresh", **TASK_RETRY)
 def book_vector_refresh(tenant_id: int, book_id: int) -> str:
     """Embed a shared book for search by meaning (skips a current vector)."""
     from sharing.services import book_vector_refresh_run
@@ -39,7 +41,7 @@ def book_vector_refresh(tenant_id: int, book_id: int) -> str:
     return book_vector_refresh_run(tenant=tenant_id, book_id=book_id)
 
 
-@app.task(name="sharing.book_translate", **TASK_RETRY)
+@shared_task(name="sharing.book_translate", **TASK_RETRY)
 def book_translate(tenant_id: int, book_id: int, language: str) -> str:
     """Translate a shared book for display into one language (skips a ready translation)."""
     from sharing.services import book_translate_run
@@ -47,7 +49,7 @@ def book_translate(tenant_id: int, book_id: int, language: str) -> str:
     return book_translate_run(tenant=tenant_id, book_id=book_id, language=language)
 
 
-@app.task(name="sharing.shared_books_sweep", **TASK_RETRY)
+@shared_task(name="sharing.shared_books_sweep", **TASK_RETRY)
 def shared_books_sweep() -> dict[str, int]:
     """Periodic safety net (celery beat): refreshes that were missed or lost, translations left pending."""
     from sharing.services import shared_books_sweep as sweep

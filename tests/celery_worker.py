@@ -40,7 +40,7 @@ def celery_worker(log_path: Path, *, env: dict[str, str] | None = None) -> Itera
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker",
+                sys.executable, "-m", "celery", "-A", "config", "worker",
                 "-Q", queue, "--concurrency", "1", "--pool", "prefork",
                 "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO",
             ],

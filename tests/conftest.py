@@ -22,7 +22,7 @@ def services_required() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     # Unit tests run tasks in-process even when a broker is configured; the
     # integration tests in tests/platform/test_celery_worker.py use a real worker.
-    from lore_platform.celery import app
+    from config.celery import app
 
     app.conf.task_always_eager = True
 

@@ -1,8 +1,8 @@
 """Embeddings for smart retrieval: ports, vector helpers and in-process structures.
 
 No Django here. The engine sees an :class:`Embedder` (text -> unit vectors) and a
-:class:`VectorIndex` (nearest entries of some books); ``retrieval/embedders.py``
-and ``retrieval/vector_store.py`` implement them on a real model and on the
+:class:`VectorIndex` (nearest entries of some books); ``retrieval/adapter/embedders.py``
+and ``retrieval/adapter/vector_store.py`` implement them on a real model and on the
 database.
 
 Vectors are 1-D ``float32`` numpy arrays. Embedders return them L2-normalised, so

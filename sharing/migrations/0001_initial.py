@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import retrieval.models
+import retrieval.adapter.models
 import sharing.models
 from django.db import migrations, models
 
@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                 ('model_name', models.CharField(max_length=100)),
                 ('dimension', models.PositiveSmallIntegerField()),
                 ('content_hash', models.CharField(max_length=64)),
-                ('embedding', retrieval.models.EmbeddingField()),
+                ('embedding', retrieval.adapter.models.EmbeddingField()),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('book', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='library_vector', to='books.book')),
                 ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='book_vectors', to='tenancy.tenant')),

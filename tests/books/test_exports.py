@@ -11,7 +11,7 @@ from books.formats import read_book
 from books.formats.card_png import PNG_SIGNATURE
 from books.imports import book_import_new
 from books.models import Profile, Scope
-from lore_platform.cast.services import character_import
+from cast.services import character_import
 from lore_platform.errors import NotFound, PermissionDenied, ValidationFailed
 from tests.books.factories import admin_actor, make_book, make_entry, member_actor
 from tests.books.formats.builders import st_entry, world

@@ -16,7 +16,7 @@ from books.formats.model import ImportedEntry
 from books.models import Entry
 from retrieval.engine import values as ev
 from retrieval.engine.cases import books_from_case
-from retrieval.loading import engine_entry
+from retrieval.adapter.loading import engine_entry
 
 # Structure, not fields of the lore: the row id and who it belongs to.
 STRUCTURAL = {"id", "tenant", "book"}

@@ -39,7 +39,7 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}}
     env.update(
         LOREWEAVE_DATA_DIR=str(data_dir),
-        DJANGO_SETTINGS_MODULE="lore_platform.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         OMP_NUM_THREADS="1",
         # The tools send thousands of requests a minute; the throttle has its own tests.
         API_THROTTLE_RATE="1000000/min",
@@ -60,7 +60,7 @@ def live_server(data_dir: Path) -> Iterator[LiveServer]:
     server_env = dict(env, GUNICORN_WORKERS="2", GUNICORN_THREADS="4", GUNICORN_ACCESS_LOG="off")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(BIN / "gunicorn"), "lore_platform.wsgi:application", "--config", str(ROOT / "deploy/gunicorn.conf.py"),
+            [str(BIN / "gunicorn"), "config.wsgi:application", "--config", str(ROOT / "deploy/gunicorn.conf.py"),
              "--bind", f"127.0.0.1:{port}"],
             env=server_env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
         )

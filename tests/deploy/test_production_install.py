@@ -253,7 +253,7 @@ def test_production_install_runs_web_worker_and_beat_on_the_real_stack(tmp_path:
         stack.run(["python", "manage.py", "collectstatic", "--noinput"])
         assert (tmp_path / "data" / "static" / "admin" / "css" / "base.css").is_file()
         stack.run(["python", "manage.py", "check", "--deploy", "--fail-level", "WARNING"])
-        stack.run(["python", "-m", "lore_platform.web.catalogues"])  # as the image checks its install
+        stack.run(["python", "-m", "web.catalogues"])  # as the image checks its install
         created = json.loads(stack.run(["python", "manage.py", "tenant_create", "Prod Install",
                                         "--admin", "ops@prodinstall.test", "--json"]))
 

@@ -12,11 +12,11 @@ import sys
 import zipfile
 from pathlib import Path
 
-from lore_platform.web.catalogues import catalogue_problems
+from web.catalogues import catalogue_problems
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "scripts/compile-messages.sh"
-CATALOGUE = Path("lore_platform/web/locale/es/LC_MESSAGES")
+CATALOGUE = Path("web/locale/es/LC_MESSAGES")
 
 
 def clean_checkout(root: Path) -> Path:
@@ -48,7 +48,7 @@ def test_the_image_installs_gettext_and_compiles_with_the_setup_script_before_bu
     assert gettext_at < build_at
     assert build.index(f"bash /src/{SCRIPT} --force /src") < build.index("pip install --no-deps")
     assert f"COPY {SCRIPT} /src/{SCRIPT}" in dockerfile
-    assert any("python -m lore_platform.web.catalogues" in r for r in runs[build_at + 1:])  # checked installed
+    assert any("python -m web.catalogues" in r for r in runs[build_at + 1:])  # checked installed
     # One command everywhere: setup.sh and the systemd install run the same script.
     assert f"bash {SCRIPT}" in (REPO / "scripts" / "setup.sh").read_text()
     services = (REPO / "deploy" / "install-services.sh").read_text()
@@ -57,7 +57,7 @@ def test_the_image_installs_gettext_and_compiles_with_the_setup_script_before_bu
 
 def test_the_script_compiles_the_catalogue_the_pages_read_and_refuses_a_broken_one(tmp_path):
     source = clean_checkout(tmp_path)
-    locale = source / "lore_platform" / "web" / "locale"
+    locale = source / "web" / "locale"
     assert any("es:" in p and "missing" in p for p in catalogue_problems(locale))  # the bug: English pages
     done = compile_messages(source, "--force")
     assert done.returncode == 0, done.stderr

@@ -131,8 +131,8 @@ def test_a_cancelled_job_never_calls_the_model(tenant_a, model, django_capture_o
 
 def test_a_job_cancelled_while_running_stops_before_its_next_call(tenant_a, model, settings, monkeypatch,
                                                                   django_capture_on_commit_callbacks):
-    from lore_platform.jobs import llm
-    from lore_platform.jobs.models import Job
+    from jobs import llm
+    from jobs.models import Job
 
     settings.LOREWEAVE_SPLIT_CHUNK_CHARS = 120
     model.script(completion(entries_json([lore("Saltmarch", "A fishing town on stilts with bells.")])))
@@ -169,7 +169,7 @@ def test_jobs_per_day_are_limited_per_tenant(tenant_a, no_model, settings, djang
 
     from django.utils import timezone
 
-    from lore_platform.jobs.models import Job
+    from jobs.models import Job
 
     settings.LOREWEAVE_JOBS_PER_DAY = 3
     for _ in range(3):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from lore_platform.jobs.llm import NotJson, _retry_after, parse_json
+from jobs.llm import NotJson, _retry_after, parse_json
 
 
 def test_retry_after_in_seconds_milliseconds_and_as_a_date() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bench.split_bench import corpus_books, measure
-from lore_platform.jobs.splitter import noun_phrase, split_text
+from jobs.splitter import noun_phrase, split_text
 from tests.shared_data import require_shared
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from lore_platform.backup.services import tenant_backup, tenant_restore
+from backup.services import tenant_backup, tenant_restore
 from books.models import Book, Profile, Scope
 from books.models import Lineage
-from lore_platform.cast.models import Character
+from cast.models import Character
 from books.lineages import lineage_get_or_create
-from lore_platform.cast.services import character_import
+from cast.services import character_import
 from lore_platform.errors import Conflict, LimitExceeded, PayloadTooLarge, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.services import membership_set
 from tests.books.factories import SMART_LORE, admin_actor, fill, make_book, make_entry, member_actor

@@ -20,8 +20,8 @@ def celery_worker_process(transactional_db, tmp_path):
 @pytest.mark.services
 @pytest.mark.postgres
 def test_worker_runs_task_against_the_real_stack(celery_worker_process):
-    from lore_platform.celery import app
-    from lore_platform.tasks import worker_probe
+    from config.celery import app
+    from config.tasks import worker_probe
 
     queue, process = celery_worker_process
     tenant_create(name="Worker Seen", admin_email="w@seen.test")
@@ -49,9 +49,9 @@ def test_turns_are_counted_by_the_worker_a_second_later(celery_worker_process, t
     """The whole usage path (W-11): a turn commits, sets a sweep a second ahead on Redis, the worker counts."""
     import functools
 
-    from lore_platform.cast import usage
-    from lore_platform.cast.tasks import request_usage_sweep
-    from lore_platform.celery import app
+    from cast import usage
+    from cast.tasks import request_usage_sweep
+    from config.celery import app
     from tests.platform.test_turn_usage import _chat_with_book, _turn
 
     queue, process = celery_worker_process
@@ -86,7 +86,7 @@ def test_workers_know_every_task_the_code_defines():
     from tests.celery_worker import REPO
 
     code = (
-        "from lore_platform.celery import app; app.loader.import_default_modules(); "
+        "from config.celery import app; app.loader.import_default_modules(); "
         "print('\\n'.join(sorted(n for n in app.tasks if not n.startswith('celery.'))))"
     )
     listed = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from books.models import Book, Entry, Scope
-from lore_platform.cast.models import Chat, RequestLog
+from cast.models import Chat, RequestLog
 from tests.books.factories import admin_actor, make_book, make_entry
 
 pytestmark = pytest.mark.django_db
@@ -136,7 +136,7 @@ def test_timed_state_usage_and_request_log_persist_across_turns(tenant_a, django
     assert kept.last_used_at is not None
 
     # The usage sweep is idempotent: a second run (a duplicate delivery) counts nothing twice.
-    from lore_platform.cast.tasks import request_usage_sweep
+    from cast.tasks import request_usage_sweep
 
     assert request_usage_sweep() == 0
     kept.refresh_from_db()
@@ -274,7 +274,7 @@ def test_server_channels_threads_and_collection_toggle(tenant_a):
 
 
 def _lineage_of(setup, character_id):
-    from lore_platform.cast.models import Character
+    from cast.models import Character
 
     return Character.objects.for_tenant(setup.tenant).get(pk=character_id).lineage
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lore_platform.cast.api.serializers import ContextIn, context_in_fast
+from cast.api.serializers import ContextIn, context_in_fast
 from tests.books.factories import make_book, make_entry
 
 pytestmark = pytest.mark.django_db
@@ -124,8 +124,8 @@ def test_concurrent_turns_of_one_chat_each_count(make_tenant):
 
     from django.db import connections
 
-    from lore_platform.cast.models import Chat, RequestLog
-    from lore_platform.cast.turns import TurnInput, chat_turn
+    from cast.models import Chat, RequestLog
+    from cast.turns import TurnInput, chat_turn
     from retrieval.engine import values as ev
     from tests.books.factories import admin_actor
 
@@ -167,8 +167,8 @@ def test_concurrent_turns_of_one_chat_each_count(make_tenant):
 def test_a_turn_that_finds_its_chat_moved_on_runs_again_from_the_new_state(tenant_a, monkeypatch):
     """Another turn of the chat lands while this one runs: this one is not written over it, it runs
     again from the state the other left (an entry spent by the other turn stays spent)."""
-    from lore_platform.cast import turns
-    from lore_platform.cast.models import Chat, RequestLog
+    from cast import turns
+    from cast.models import Chat, RequestLog
     from tests.books.factories import admin_actor
 
     book, _, _, chat = _setup(tenant_a)
@@ -199,7 +199,7 @@ def test_a_turn_that_finds_its_chat_moved_on_runs_again_from_the_new_state(tenan
 def test_each_turn_writes_its_own_chat_and_log(make_tenant):
     """The turn's UPDATE and INSERT are compiled once and reused: each chat of each tenant still
     gets its own state, counter and request log, stored as the ORM would store them (C-15)."""
-    from lore_platform.cast.models import Chat, RequestLog
+    from cast.models import Chat, RequestLog
 
     alpha, beta = make_tenant("Alpha"), make_tenant("Beta")
     chats = [(alpha, _setup(alpha)[3]), (alpha, _setup(alpha)[3]), (beta, _setup(beta)[3])]
@@ -234,7 +234,7 @@ def test_each_turn_writes_its_own_chat_and_log(make_tenant):
 ])
 def test_a_log_row_is_the_engine_record_with_integer_ids(record):
     """The stored and answered log row (C-15) is the engine's own shape, ids as integers, same key order."""
-    from lore_platform.cast.turns import log_row
+    from cast.turns import log_row
     from retrieval.engine import values as ev
     from retrieval.engine.cases import log_record_to_dict
 

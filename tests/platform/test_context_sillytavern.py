@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lore_platform.cast.models import Chat
+from cast.models import Chat
 from tests.books.factories import make_book, make_entry
 
 pytestmark = pytest.mark.django_db

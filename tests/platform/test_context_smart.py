@@ -116,7 +116,7 @@ def test_a_classic_book_is_indexed_at_import_and_a_smart_turn_embeds_only_its_me
     """Issue 14 §13: states mean what they say for every book, and no entry is embedded on the turn."""
     import io
 
-    from retrieval.embedders import embedder_get
+    from retrieval.adapter.embedders import embedder_get
 
     doc = {"entries": {str(i): {"uid": i, "key": [e["title"]], "comment": e["title"], "content": e["text_en"]}
                        for i, e in enumerate(xling["entries"])}}

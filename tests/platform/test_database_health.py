@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from lore_platform.wsgi import application
+from config.wsgi import application
 from tests.platform.test_context_hot_path import _setup
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

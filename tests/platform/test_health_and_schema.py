@@ -29,7 +29,7 @@ def test_healthz_is_503_naming_a_broker_that_is_down(client, monkeypatch):
 
 @pytest.mark.postgres
 def test_healthz_is_503_when_vector_extension_missing(client, monkeypatch):
-    from lore_platform import health
+    from config import health
 
     def no_extension():
         return {"ok": False, "backend": "pgvector", "error": "extension 'vector' is not installed"}

@@ -35,12 +35,19 @@ def test_the_contract_has_no_ignore_list() -> None:
     assert "ignore_imports" not in parser["importlinter:contract:layers"]
 
 
-def test_every_retrieval_module_beside_the_engine_is_in_its_layer() -> None:
-    # The adapter modules are named one by one (the engine below them is a package of
-    # retrieval): a new module must join the list, or it would escape the contract.
-    listed = {name.strip() for layer in _layers() for name in layer.replace("|", ":").split(":")}
-    found = {f"retrieval.{m.name}" for m in pkgutil.iter_modules(retrieval.__path__) if m.name != "engine"}
-    assert found <= listed, f"not in the layers contract: {sorted(found - listed)}"
+def _listed() -> set[str]:
+    return {name.strip() for layer in _layers() for name in layer.replace("|", ":").split(":")}
+
+
+def test_every_product_folder_is_a_layer_of_its_own() -> None:
+    # The contract names folders, not modules: each top folder of the product is one layer, so a
+    # new folder (or a module dropped at retrieval's root) cannot escape the contract.
+    top = {p.name for p in REPO_ROOT.iterdir() if (p / "__init__.py").is_file()} - {"tests", "bench"}
+    listed = _listed()
+    assert top - {"retrieval"} <= listed, f"not in the layers contract: {sorted(top - {'retrieval'} - listed)}"
+    assert all("." not in name or name.startswith("retrieval.") for name in listed)
+    beside_the_engine = {f"retrieval.{m.name}" for m in pkgutil.iter_modules(retrieval.__path__)}
+    assert beside_the_engine == {"retrieval.adapter", "retrieval.engine"} <= listed
 
 
 def test_every_engine_module_imports_with_django_unimportable() -> None:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from books.models import Book, Entry
-from lore_platform.cast.models import Character
+from cast.models import Character
 from tests.books.formats.builders import card, card_book, chara_chunk, png_with
 
 pytestmark = pytest.mark.django_db

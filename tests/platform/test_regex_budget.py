@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from lore_platform.cast.models import RequestLog
+from cast.models import RequestLog
 from retrieval.engine.matching import KeyMatcher, KeyPattern
 from retrieval.engine.regex_budget import KEY_TIMEOUT, regex_budget
 from tests.books.factories import make_book, make_entry

@@ -52,7 +52,7 @@ def test_no_top_level_package_shadows_the_standard_library():
 def test_embedded_default_uses_sqlite_and_eager_celery(tmp_path):
     env = {"LOREWEAVE_DATA_DIR": str(tmp_path), "DATABASE_URL": "", "CELERY_BROKER_URL": ""}
     code = (
-        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='lore_platform.settings'; django.setup();"
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup();"
         "from django.conf import settings as s;"
         "print(s.DATABASES['default']['ENGINE'], s.CELERY_TASK_ALWAYS_EAGER, s.VECTOR_BACKEND)"
     )

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from lore_platform import celery as lw_celery
-from lore_platform.cast.tasks import request_usage_sweep
+from config.celery import app as celery_app
+from lore_platform import tasks as lw_celery
+from cast.tasks import request_usage_sweep
 
 
 @pytest.fixture
@@ -15,7 +16,7 @@ def broker_down(monkeypatch):
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    app = lw_celery.app
+    app = celery_app
     monkeypatch.setattr(lw_celery, "_broker_down_until", 0.0)
     app.conf.task_always_eager = False
     app.conf.broker_url = f"redis://127.0.0.1:{port}/0"

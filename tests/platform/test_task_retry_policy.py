@@ -1,10 +1,11 @@
-"""Every task of ours retries by the one policy in ``lore_platform.celery``."""
+"""Every task of ours retries by the one policy in ``lore_platform.tasks``."""
 from __future__ import annotations
 
-import lore_platform.cast.tasks  # noqa: F401  (registers the cast tasks)
-import retrieval.tasks
+import cast.tasks  # noqa: F401  (registers the cast tasks)
+import retrieval.adapter.tasks
 import sharing.tasks
-from lore_platform.celery import TASK_RETRY, TRANSIENT_ERRORS, app
+from config.celery import app
+from lore_platform.tasks import TASK_RETRY, TRANSIENT_ERRORS
 
 
 def test_every_task_uses_the_one_retry_policy() -> None:
@@ -18,5 +19,5 @@ def test_every_task_uses_the_one_retry_policy() -> None:
         assert (task.retry_backoff, task.retry_backoff_max, task.retry_jitter) == (2, 120, True), name
         assert task.max_retries == TASK_RETRY["max_retries"] == 6, name
     # The modules only name the policy; none spells its own.
-    assert retrieval.tasks.index_entries.name == "retrieval.index_entries"
+    assert retrieval.adapter.tasks.index_entries.name == "retrieval.index_entries"
     assert sharing.tasks.book_translate.name == "sharing.book_translate"

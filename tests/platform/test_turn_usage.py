@@ -6,9 +6,9 @@ import json
 import pytest
 from django.db import connection
 
-from lore_platform.cast import usage
-from lore_platform.cast.models import RequestLog
-from lore_platform.celery import app
+from cast import usage
+from cast.models import RequestLog
+from config.celery import app
 from tests.platform.test_context_api import _attach, _book, _character, _chat, _context
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +35,7 @@ def broker_mode(monkeypatch):
     from django.core.cache import cache
 
     cache.delete(usage.SWEEP_CLAIM_KEY)
-    from lore_platform.cast.tasks import request_usage_sweep
+    from cast.tasks import request_usage_sweep
 
     monkeypatch.setattr(request_usage_sweep, "apply_async", lambda countdown: asked.append(countdown))
     app.conf.task_always_eager = False
@@ -62,7 +62,7 @@ def test_many_turns_are_counted_by_one_sweep(tenant_a, broker_mode, django_captu
     assert bell.usage_count == 0
     assert RequestLog.objects.for_tenant(tenant_a.tenant).filter(usage_recorded_at__isnull=True).count() == 4
 
-    from lore_platform.cast.tasks import request_usage_sweep
+    from cast.tasks import request_usage_sweep
 
     assert request_usage_sweep() == 4
     bell.refresh_from_db()
@@ -123,7 +123,7 @@ def test_a_turn_that_injects_nothing_waits_for_no_sweep(tenant_a, broker_mode, d
 
 
 def test_one_sweep_counts_every_tenants_turns_in_their_own_entries(tenant_a, tenant_b, django_capture_on_commit_callbacks):
-    from lore_platform.cast.usage import request_usage_pending_record
+    from cast.usage import request_usage_pending_record
 
     chat, (bell,) = _chat_with_book(tenant_a, [{"keys": ["bell"], "content": "Tide bells ring."}])
     other_chat, _ = _chat_with_book(tenant_b, [{"keys": ["bell"], "content": "Bells in the valley."}])
@@ -190,7 +190,7 @@ def test_retention_deletes_old_counted_logs_only(tenant_a, settings, django_capt
 
     from django.utils import timezone
 
-    from lore_platform.cast.tasks import request_logs_prune
+    from cast.tasks import request_logs_prune
 
     chat, _ = _chat_with_book(tenant_a, [{"keys": ["bell"], "content": "Tide bells ring."}])
     with django_capture_on_commit_callbacks(execute=False):  # usage left waiting on purpose

@@ -1,4 +1,4 @@
-"""What gunicorn's master loads before it forks (lore_platform/warm.py)."""
+"""What gunicorn's master loads before it forks (config/warm.py)."""
 from __future__ import annotations
 
 import os
@@ -13,11 +13,11 @@ def test_the_urlconf_is_loaded_before_the_first_request() -> None:
     # A worker's first call would otherwise import every app's views (~0.75 s): the master does it once.
     code = (
         "import sys, django; django.setup();"
-        "from lore_platform.warm import process_warm; process_warm();"
+        "from config.warm import process_warm; process_warm();"
         "from django.conf.urls.i18n import is_language_prefix_patterns_used as used;"
-        "print('lore_platform.jobs.api.views' in sys.modules, used.cache_info().currsize)"
+        "print('jobs.api.views' in sys.modules, used.cache_info().currsize)"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "lore_platform.settings", "LOREWEAVE_PRELOAD_TOKENIZERS": ""}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "LOREWEAVE_PRELOAD_TOKENIZERS": ""}
     env.pop("DATABASE_URL", None)
     env.pop("CELERY_BROKER_URL", None)
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval.embedders import DEFAULT_EMBEDDER, embedder_get
+from retrieval.adapter.embedders import DEFAULT_EMBEDDER, embedder_get
 from retrieval.engine.embeddings import Embedder, Vector
 
 

@@ -491,7 +491,7 @@ def test_assemble_dispatches_on_the_profile() -> None:
 
 def test_the_engine_imports_no_django() -> None:
     code = (
-        "import sys, retrieval.engine.classic, retrieval.engine.server, retrieval.engine.cases, retrieval.cli;"
+        "import sys, retrieval.engine.classic, retrieval.engine.server, retrieval.engine.cases, retrieval.adapter.cli;"
         "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules), 'django imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

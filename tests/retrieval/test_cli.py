@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import retrieval.cli as cli
-from retrieval.cli import assemble_main
+import retrieval.adapter.cli as cli
+from retrieval.adapter.cli import assemble_main
 from tests.shared_data import REPO_ROOT
 
 CASE: dict[str, Any] = {
@@ -37,7 +37,7 @@ CASE: dict[str, Any] = {
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "retrieval.cli", "assemble", *args],
+        [sys.executable, "-m", "retrieval.adapter.cli", "assemble", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -174,7 +174,7 @@ def test_engine_failure_exits_1_with_a_json_error(
 
 
 def test_loreweave_command_dispatches_assemble(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    platform_cli = pytest.importorskip("lore_platform.cli")
+    platform_cli = pytest.importorskip("config.cli")
     path = tmp_path / "case.json"
     path.write_text(json.dumps(CASE), encoding="utf-8")
     assert platform_cli.main(["assemble", str(path)]) == 0

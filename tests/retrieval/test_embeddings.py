@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.embedders import (
+from retrieval.adapter.embedders import (
     DEFAULT_EMBEDDER,
     EMBEDDERS,
     UnknownEmbedder,
@@ -271,7 +271,7 @@ def test_a_failing_shared_store_only_costs_an_embedding(embedder):
 def test_the_process_cache_shares_through_the_platform_cache(embedder):
     """The deployment's cache (Redis in production, this process's memory in the embedded
     default) holds the vectors: a process that never saw a message reads it from there."""
-    from retrieval.embedders import DjangoCacheVectorStore
+    from retrieval.adapter.embedders import DjangoCacheVectorStore
 
     text = "a message the other web process embedded"
     message_cache_get().embed_queries(embedder, [text])

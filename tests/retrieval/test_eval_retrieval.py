@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lore_platform.cli import main
-from retrieval.eval import DatasetError, dataset_load
+from config.cli import main
+from retrieval.adapter.eval import DatasetError, dataset_load
 from tests.shared_data import require_shared
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ from django.utils import timezone
 from books.models import Entry, IndexingState
 from books.services import book_create, entry_create, entry_update
 from lore_platform.tenancy.actor import Actor
-from retrieval.embedders import DEFAULT_EMBEDDER
+from retrieval.adapter.embedders import DEFAULT_EMBEDDER
 from retrieval.engine.embeddings import MessageEmbeddingCache
 from books.events import entries_changed
-from retrieval.indexing import (
+from retrieval.adapter.indexing import (
     MOSTLY_INDEXED,
     book_index_coverage,
     book_is_mostly_indexed,
@@ -25,9 +25,9 @@ from retrieval.indexing import (
     entries_pending_sweep,
     entry_index,
 )
-from retrieval.models import BookIndexCoverage, EntryVector
-from retrieval.tasks import index_entries, index_pending_sweep, reindex_book
-from retrieval.vector_store import (
+from retrieval.adapter.models import BookIndexCoverage, EntryVector
+from retrieval.adapter.tasks import index_entries, index_pending_sweep, reindex_book
+from retrieval.adapter.vector_store import (
     BookMeaningSearch,
     MemoryBookVectorIndex,
     memory_cache_clear,

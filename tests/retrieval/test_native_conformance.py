@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from retrieval.cli import assemble_main
+from retrieval.adapter.cli import assemble_main
 from tests.retrieval.conformance_check import CHECKS, assert_conformance, expected_problems
 from tests.shared_data import require_shared, shared_dir
 

@@ -6,9 +6,9 @@ from django.db import connection
 
 from books.services import book_create, entry_create
 from lore_platform.tenancy.actor import Actor
-from retrieval.indexing import book_reindex
-from retrieval.models import EntryVector
-from retrieval.vector_store import PgVectorIndex, vector_index_get
+from retrieval.adapter.indexing import book_reindex
+from retrieval.adapter.models import EntryVector
+from retrieval.adapter.vector_store import PgVectorIndex, vector_index_get
 from tests.retrieval.embedding_helpers import real_embedder
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -87,7 +87,7 @@ def _hnsw_session() -> tuple[str, str]:
 def test_every_search_runs_with_strict_order_and_ef_search_100_in_or_out_of_a_transaction(indexed_book):
     from django.db import transaction
 
-    from retrieval.vector_store import HNSW_EF_SEARCH
+    from retrieval.adapter.vector_store import HNSW_EF_SEARCH
 
     book, ids = indexed_book
     index = vector_index_get(book.tenant)

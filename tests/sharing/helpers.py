@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from books.models import Book, Entry
-from lore_platform.cast.models import Attachment
+from cast.models import Attachment
 from lore_platform.tenancy.actor import Actor
 from sharing.models import BookShare, BookTranslation, BookVector
 from sharing.services import book_visibility_set

@@ -5,8 +5,8 @@ import pytest
 from django.db import connection
 
 from books.services import book_update
-from lore_platform.cast.models import Attachment
-from lore_platform.cast.services import character_import
+from cast.models import Attachment
+from cast.services import character_import
 from sharing.selectors import library_search
 from sharing.services import book_copy, book_vector_refresh_run, book_visibility_set, shared_books_sweep
 from tests.books.factories import fill, make_book, make_entry

@@ -22,7 +22,7 @@ def worker(transactional_db, tmp_path):
 @pytest.mark.services
 @pytest.mark.postgres
 def test_a_worker_translates_a_published_book(worker, make_tenant, anon_client, xling, monkeypatch, display_settings):
-    from lore_platform.celery import app
+    from config.celery import app
     from sharing.services import book_visibility_set
     from sharing.tasks import book_translate
     from tests.sharing.helpers import owner_actor

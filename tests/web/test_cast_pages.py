@@ -9,10 +9,10 @@ import pytest
 from django.test import Client
 
 from books.models import Book, Visibility
-from lore_platform.cast.attachments import book_attach
-from lore_platform.cast.chats import novel_create, story_create
-from lore_platform.cast.models import Attachment, Novel, Story
-from lore_platform.cast.services import character_import
+from cast.attachments import book_attach
+from cast.chats import novel_create, story_create
+from cast.models import Attachment, Novel, Story
+from cast.services import character_import
 from sharing.services import book_link_rotate, book_visibility_set
 from tests.books.factories import admin_actor, make_book, make_entry, member_actor
 from tests.web.support import signed_in

@@ -51,7 +51,7 @@ def test_an_import_is_indexed_by_the_worker_on_the_filesystem_broker(tmp_path):
     assert "'pending'" in _manage(env, "shell", "-c", STATES.replace("WAIT", "0"))  # queued, not run in the request
     assert list((tmp_path / "broker" / "queue").iterdir()), "the task waits as a file in var/broker"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker", "--pool=solo",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
          "--concurrency=1", "-Q", "loreweave", "--loglevel=WARNING"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lore_platform.jobs import tasks
+from jobs import tasks
 from tests.jobs import conftest as jobs_fixtures
 from tests.web import test_browser
 from tests.web.support import PASSWORD, with_password
@@ -115,7 +115,7 @@ def test_split_notes_watch_progress_review_and_accept_into_a_new_book(browser, l
 
 def test_review_refusal_and_model_settings_pass_axe(browser, live_server, tenant_a, no_model,
                                                     django_capture_on_commit_callbacks):
-    from lore_platform.jobs.services import job_split_start
+    from jobs.services import job_split_start
     from tests.books.factories import member_actor
 
     job = job_split_start(actor=member_actor(tenant_a), text=NOTES)
@@ -175,7 +175,7 @@ def test_on_the_embedded_default_a_real_worker_finishes_the_job_while_the_page_w
     _manage(env, "migrate", "--noinput", "-v0")
     assert "USER" in _manage(env, "shell", "-c", USER.replace("PASSWORD", repr(PASSWORD)))
     port = _free_port()
-    web = subprocess.Popen([sys.executable, "-m", "gunicorn", "lore_platform.wsgi:application", "--config",
+    web = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--config",
                             "deploy/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"],
                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = None
@@ -200,7 +200,7 @@ def test_on_the_embedded_default_a_real_worker_finishes_the_job_while_the_page_w
         assert page.get_by_role("progressbar").get_attribute("aria-valuenow") == "0"
         assert "Queued" in page.get_by_test_id("job-state").inner_text()  # no worker yet: it waits
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "lore_platform.celery", "worker", "--pool=solo",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
              "--concurrency=1", "-Q", "loreweave", "--loglevel=WARNING"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

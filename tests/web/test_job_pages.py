@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from books.models import Book, Entry
-from lore_platform.jobs.models import Job, JobState
-from lore_platform.jobs.services import job_execute
+from jobs.models import Job, JobState
+from jobs.services import job_execute
 from tests.books.factories import make_book, make_entry
 from tests.jobs import conftest as jobs_fixtures
 from tests.jobs.llm_server import completion, entries_json

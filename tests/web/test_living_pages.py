@@ -11,10 +11,10 @@ from django.test import Client
 
 from books.models import Book, Entry, LoreWrite, Profile, Visibility
 from books.services import entry_update
-from lore_platform.cast.attachments import book_attach
-from lore_platform.cast.chats import chat_create
-from lore_platform.cast.living import tool_call_run
-from lore_platform.cast.services import character_import
+from cast.attachments import book_attach
+from cast.chats import chat_create
+from cast.living import tool_call_run
+from cast.services import character_import
 from tests.books.factories import fill, make_book, make_entry, member_actor
 from tests.web.support import signed_in
 from tests.web.test_browser import browser  # noqa: F401  (the module's Chromium, a fixture)

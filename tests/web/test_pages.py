@@ -12,7 +12,7 @@ import pytest
 from django.test import Client, TestCase
 
 from books.models import Book, Entry, Visibility
-from lore_platform.cast.models import Attachment
+from cast.models import Attachment
 from lore_platform.tenancy.models import ApiKey
 from lore_platform.tenancy.services import membership_set
 from sharing.services import book_visibility_set
@@ -355,7 +355,7 @@ POSTS = [
 
 
 def test_every_form_needs_its_csrf_token(tenant_a):
-    from lore_platform.cast.services import character_import
+    from cast.services import character_import
 
     book = public_book(tenant_a, owner="admin")
     entry = Entry.objects.for_tenant(tenant_a.tenant).filter(book=book).first()

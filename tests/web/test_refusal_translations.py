@@ -1,7 +1,7 @@
 """A service's refusal on a page speaks the page's language; the API keeps English.
 
 The services raise ``DomainError``s with English messages (the API's words); a message with values is a
-template (``values=``) so a page can fill in its translation (``lore_platform.web.refusals``). The
+template (``values=``) so a page can fill in its translation (``web.refusals``). The
 catalogue checks below read every refusal a page can show, in the sources that pages call, and fail on
 one the Spanish catalogue does not translate, on a translation whose placeholders differ from the
 English (it could not be filled in), and on an f-string message (a page could not translate it).
@@ -20,11 +20,11 @@ from django.test import Client
 from django.utils import translation
 
 from lore_platform.errors import DomainError, Term, ValidationFailed
-from lore_platform.web.catalogues import message_call_names, page_source_files
-from lore_platform.web.refusals import refusal_said, refusal_text
+from web.catalogues import message_call_names, page_source_files
+from web.refusals import refusal_said, refusal_text
 
 REPO = Path(__file__).resolve().parents[2]
-PO = REPO / "lore_platform/web/locale/es/LC_MESSAGES/django.po"
+PO = REPO / "web/locale/es/LC_MESSAGES/django.po"
 
 
 def _called_name(call: ast.Call) -> str:
@@ -101,9 +101,9 @@ def test_a_refusal_with_values_is_filled_in_in_either_language() -> None:
 
 def test_a_translation_that_does_not_fit_its_values_falls_back_to_english(monkeypatch) -> None:
     refusal = DomainError("Only {count} left.", values={"count": 3})
-    monkeypatch.setattr("lore_platform.web.refusals.gettext", lambda text: "Solo quedan {cuantos}.")
+    monkeypatch.setattr("web.refusals.gettext", lambda text: "Solo quedan {cuantos}.")
     assert refusal_said(refusal) == "Only 3 left."
-    monkeypatch.setattr("lore_platform.web.refusals.gettext", lambda text: "Solo quedan {count}.")
+    monkeypatch.setattr("web.refusals.gettext", lambda text: "Solo quedan {count}.")
     assert refusal_said(refusal) == "Solo quedan 3."
 
 
@@ -145,7 +145,7 @@ def _public_floor_refusal(book) -> DomainError:
 
 def test_refreshing_the_catalogue_keeps_every_translation_and_finds_every_refusal(tmp_path) -> None:
     """`makemessages` (this project's) from the root, on a copy of the source: nothing translated
-    turns obsolete (Django's own command, run in lore_platform/web, would drop every service refusal),
+    turns obsolete (Django's own command, run in web, would drop every service refusal),
     and every refusal of the page sources is a msgid of the refreshed catalogue."""
     import shutil
     import sys

@@ -1,4 +1,4 @@
-"""A service's refusal as a person sees it on the pages (lore_platform.web.refusals): on the form next
+"""A service's refusal as a person sees it on the pages (web.refusals): on the form next
 to its field, as one message on the page a view redirects to, or, when missing or forbidden (P-3),
 as the page of its own that ``refusals_as_pages`` makes. Through real pages, Django's test client.
 """
@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from books.models import Book, Entry, Profile, Visibility
-from lore_platform.cast.services import character_import
-from lore_platform.jobs.models import Job
+from cast.services import character_import
+from jobs.models import Job
 from tests.books.factories import fill, make_book
 from tests.jobs import conftest as jobs_fixtures
 from tests.web.support import signed_in

@@ -15,7 +15,7 @@ from tests.shared_data import REPO_ROOT, require_shared
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "lore_platform.cli", *args],
+        [sys.executable, "-m", "config.cli", *args],
         cwd=REPO_ROOT,
         input=stdin,
         capture_output=True,

@@ -1,0 +1,39 @@
+from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from config.health import healthz
+
+api_v1 = [
+    path("", include("lore_platform.tenancy.api.urls")),
+    path("", include("books.api.io_urls")),
+    path("", include("books.api.urls")),
+    path("", include("backup.urls")),
+    path("", include("cast.api.urls")),
+    path("", include("sharing.api.urls")),
+    path("", include("jobs.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[], authentication_classes=[]),
+        name="api-docs",
+    ),
+    path(
+        "api/redoc/",
+        SpectacularRedocView.as_view(url_name="schema", permission_classes=[], authentication_classes=[]),
+        name="api-redoc",
+    ),
+    path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the pages' language switch
+    path("", include("web.urls")),
+]
+
+# DEBUG only (the embedded default): the docs pages' Swagger UI/Redoc files (drf-spectacular-sidecar) from
+# this process, so /api/docs/ works offline; in production the proxy serves /static/ (deploy/PRODUCTION.md).
+urlpatterns += staticfiles_urlpatterns()

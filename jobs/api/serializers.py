@@ -1,0 +1,97 @@
+"""Input and output shapes of the AI jobs API. Limits are the services' (W-12), not the serializers'."""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from jobs.models import Job, JobKind, JobState
+
+
+class GenerateIn(serializers.Serializer):
+    description = serializers.CharField(trim_whitespace=False, help_text="The world, ≤4,000 characters (W-12, A-1).")
+    language = serializers.CharField(required=False, allow_blank=True, help_text="Language of the entries, e.g. `es`.")
+    titles = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="Titles the book already has (not to be repeated).")
+    book = serializers.IntegerField(required=False, allow_null=True,
+                                    help_text="The target book: its language and titles are sent to the model.")
+
+
+class SplitIn(serializers.Serializer):
+    text = serializers.CharField(trim_whitespace=False, help_text="Notes, ≤40,000 characters (W-12, A-2).")
+
+
+class DraftEntry(serializers.Serializer):
+    title = serializers.CharField(trim_whitespace=False, help_text="2–100 characters (W-12).")
+    lore = serializers.CharField(trim_whitespace=False, help_text="20–20,000 characters (W-12).")
+    aliases = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False, default=list)
+    canon = serializers.BooleanField(required=False, default=False)
+
+
+class AcceptIn(serializers.Serializer):
+    entries = DraftEntry(many=True, required=False,
+                         help_text="The entries kept (edited, unticked ones left out); omitted = the whole draft.")
+    book = serializers.IntegerField(required=False, allow_null=True, help_text="Into this book; omitted = a new book.")
+    mode = serializers.ChoiceField(choices=["append", "replace"], required=False, default="append")
+    title = serializers.CharField(required=False, allow_blank=True, help_text="The new book's title.")
+
+
+class ModelSettingsIn(serializers.Serializer):
+    base_url = serializers.CharField(required=False, allow_blank=True, help_text="e.g. http://127.0.0.1:8080/v1")
+    api_key = serializers.CharField(required=False, allow_blank=True, write_only=True)
+    model = serializers.CharField(required=False, allow_blank=True)
+
+
+class ModelSettingsOut(serializers.Serializer):
+    configured = serializers.BooleanField()
+    base_url = serializers.CharField()
+    model = serializers.CharField()
+    api_key_set = serializers.BooleanField()
+    overridden = serializers.ListField(child=serializers.CharField())
+
+
+class UsageOut(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    calls = serializers.IntegerField()
+
+
+class JobOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=JobKind.choices)
+    state = serializers.ChoiceField(choices=JobState.choices)
+    progress = serializers.IntegerField(help_text="Percent.")
+    model = serializers.CharField(help_text="The model used; `deterministic` for the splitter without a model.")
+    draft = DraftEntry(many=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    usage = UsageOut()
+    error = serializers.DictField(allow_null=True, help_text="`{code, message}` when failed.")
+    accepted = serializers.DictField(allow_null=True, help_text="The receipt of the last accept.")
+    input = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+def job_out(job: Job, *, with_input: bool = True) -> dict[str, Any]:
+    data = dict(job.input)
+    if "text" in data and not with_input:
+        data = {"text_chars": len(data.pop("text"))}
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "calls": 0, **(job.usage or {})}
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "state": job.state,
+        "progress": job.progress,
+        "model": job.model,
+        "draft": job.draft,
+        "warnings": job.warnings,
+        "usage": usage,
+        "error": job.error or None,
+        "accepted": job.accepted,
+        "input": data,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+    }

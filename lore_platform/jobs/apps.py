@@ -1,7 +1,0 @@
-from django.apps import AppConfig
-
-
-class JobsConfig(AppConfig):
-    name = "lore_platform.jobs"
-    label = "jobs"
-    default_auto_field = "django.db.models.BigAutoField"
