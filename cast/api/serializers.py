@@ -99,16 +99,17 @@ class AttachmentOut(serializers.Serializer):
     reason = serializers.CharField(allow_null=True, help_text="Why the book is not injected, if it is not.")
 
 
-def attachment_out(attachment: Attachment, injected: bool, reason: str | None) -> dict:
+def attachment_out(attachment: Attachment, seen: AttachmentSeen) -> dict:
+    """One attachment as the caller sees it: another user's private book is "A private book" (P-1)."""
     target_id = attachment.character_id or attachment.story_id or attachment.novel_id
     return {
         "id": attachment.pk,
         "target": attachment.target_kind,
         "target_id": target_id,
         "book_id": attachment.book_id,
-        "book_title": attachment.book.title,
-        "injected": injected,
-        "reason": reason,
+        "book_title": seen.book_title,
+        "injected": seen.injected,
+        "reason": seen.reason,
     }
 
 
