@@ -496,7 +496,6 @@ def answer_differences(sample: dict[str, Any]) -> list[str]:
     from cast.models import Chat
     from cast.selectors import chat_books_gather
     from cast.turns import turn_run
-
     from lore_platform.tenancy.actor import Actor
 
     chat = Chat.objects.unscoped().select_related("tenant", "owner").get(pk=sample["chat"])

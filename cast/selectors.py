@@ -222,21 +222,25 @@ def request_logs_for(actor: Actor, logs: list[RequestLog]) -> list[RequestLog]:
 
     A log keeps what its turn's caller could see (the owner's turns name their private books);
     a reader sees it through today's rule, so a book made private later is hidden too, and one
-    made shared shows again. World-index rows name only an entry: its book is looked up, and a
-    row whose entry is gone is dropped (its title may have been private). Two queries a page.
+    made shared shows again. World-index rows name only an entry: its book is the one the log's
+    own rows give it (an indexed entry is logged), else the tenant's entry row says; a row whose
+    entry is found nowhere is dropped (its title may have been private). At most two queries a page.
     """
     book_ids: set[int] = set()
-    entry_ids: set[int] = set()
+    entry_books: dict[int, int] = {}
     for log in logs:
         for row in [*log.injections, *log.log]:
             if (book := _as_id(row.get("book"))) is not None:
                 book_ids.add(book)
-        entry_ids.update(e for row in log.world_index if (e := _as_id(row.get("entry"))) is not None)
-    entry_books = dict(Entry.objects.for_tenant(actor.tenant).filter(pk__in=entry_ids).values_list("pk", "book_id")) \
-        if entry_ids else {}
-    book_ids.update(entry_books.values())
+                if (entry := _as_id(row.get("entry"))) is not None:
+                    entry_books[entry] = book
+    entry_ids = {e for log in logs for row in log.world_index if (e := _as_id(row.get("entry"))) is not None}
+    if unmapped := entry_ids - set(entry_books):
+        found = Entry.objects.for_tenant(actor.tenant).filter(pk__in=unmapped).values_list("pk", "book_id")
+        entry_books.update(dict(found))
+        book_ids.update(entry_books.values())
     books = Book.objects.for_tenant(actor.tenant).filter(pk__in=book_ids).only("tenant_id", "owner_id", "visibility")
-    hidden = {book.pk for book in books if not book_usable_by(actor, book)}
+    hidden = {book.pk for book in books if not book_usable_by(actor, book)} if book_ids else set()
     if not hidden and all(e in entry_books for e in entry_ids):
         return logs
     for log in logs:

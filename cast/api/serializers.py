@@ -15,6 +15,7 @@ from cast.models import (
     RequestLog,
     Story,
 )
+from cast.selectors import AttachmentSeen
 from cast.turns import stored_rows_normalise
 
 # One choice set per concept, shared with the books API, so the schema names one enum each.

@@ -397,7 +397,11 @@ def _owners_private_world(setup: Any, owner: Any, client: Any, caller: Any) -> d
 
 def _second_member(setup: Any) -> tuple[Any, Any]:
     from lore_platform.tenancy.models import Membership
-    from lore_platform.tenancy.services import api_key_create, membership_set, user_get_or_create
+    from lore_platform.tenancy.services import (
+        api_key_create,
+        membership_set,
+        user_get_or_create,
+    )
 
     user = user_get_or_create(email="second-member@alpha.test")
     membership_set(tenant=setup.tenant, user=user, role=Membership.Role.MEMBER)

@@ -17,7 +17,11 @@ from books.models import Book, Scope
 from cast.models import Attachment, Character, Chat, RequestLog
 from cast.selectors import PRIVATE_REASON, PRIVATE_TITLE
 from lore_platform.tenancy.models import Membership
-from lore_platform.tenancy.services import api_key_create, membership_set, user_get_or_create
+from lore_platform.tenancy.services import (
+    api_key_create,
+    membership_set,
+    user_get_or_create,
+)
 from tests.books.factories import make_book, make_entry
 from tests.web.support import signed_in
 
@@ -123,11 +127,17 @@ def test_stored_request_logs_show_the_owner_everything_and_others_nothing_of_the
                               world_index=[{"entry": admins.entry.pk, "line": f"{ENTRY_TITLE}: the vault"}],
                               injections=[], log=[{"entry": admins.entry.pk, "book": admins.book.pk,
                                                    "outcome": "indexed", "detail": ENTRY_TITLE}])
+    # One naming the entry only in its world index (its book is then looked up), and one naming an
+    # entry deleted since (nothing says whose it was: dropped).
+    RequestLog.objects.create(tenant=tenant_a.tenant, chat_id=admins.chat, turn=10, profile="smart",
+                              world_index=[{"entry": admins.entry.pk, "line": f"{ENTRY_TITLE}: again"},
+                                           {"entry": 999_999, "line": "Gone: a deleted entry"}],
+                              injections=[], log=[])
     theirs = tenant_a.member_client.get(f"/api/v1/chats/{admins.chat}/requests")
     assert theirs.status_code == 200
     text = theirs.content.decode()
-    assert SECRET not in text and ENTRY_TITLE not in text
-    assert len(theirs.json()["results"]) == 2  # the turns are listed, without the book's rows
+    assert SECRET not in text and ENTRY_TITLE not in text and "Gone" not in text
+    assert len(theirs.json()["results"]) == 3  # the turns are listed, without the book's rows
     own = tenant_a.admin_client.get(f"/api/v1/chats/{admins.chat}/requests").content.decode()
     assert SECRET in own and ENTRY_TITLE in own
 
