@@ -25,7 +25,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model, Q, QuerySet
 
-from books.access import book_can_read
+from books.access import book_can_read, book_is_owners_alone
 from books.models import Book, Entry, Scope
 from cast.models import Attachment, Character, Chat, RequestLog
 from lore_platform.errors import NotFound
@@ -155,6 +155,15 @@ class LeftOutBook:
 class Gathering:
     books: list[GatheredBook]
     left_out: list[LeftOutBook]
+    # This gathering as each caller sees it (``gathering_for``), by what ``book_can_read`` asks of a caller.
+    views: dict[tuple[Any, ...], Gathering] = field(default_factory=dict, compare=False, repr=False)
+
+    @functools.cached_property
+    def owners_alone(self) -> bool:
+        """Whether some book here is a user's private one, which callers see differently (P-1).
+        Worked out once per gathering: the common turn's gathering is cached, so most turns pay nothing."""
+        return any(book_is_owners_alone(g.book) for g in self.books) or \
+            any(left.book is not None and book_is_owners_alone(left.book) for left in self.left_out)
 
 
 # What every caller but a private book's owner is told of it: that it is there, not what it is.
@@ -175,6 +184,19 @@ def book_usable_by(actor: Actor, book: Book) -> bool:
 def gathering_for(actor: Actor, gathering: Gathering) -> Gathering:
     """``gathering`` as ``actor`` may use it: another user's private books move to ``left_out``,
     untitled, with the reason. The same object back when nothing is hidden (the common turn)."""
+    if not gathering.owners_alone:
+        return gathering
+    # What book_can_read asks of the caller; a cached gathering then costs one dict lookup a turn.
+    key = (actor.tenant.pk, actor.user.pk if actor.user is not None else None, actor.can_read)
+    seen = gathering.views.get(key)
+    if seen is None:
+        if len(gathering.views) > 64:
+            gathering.views.clear()
+        seen = gathering.views[key] = _seen_by(actor, gathering)
+    return seen
+
+
+def _seen_by(actor: Actor, gathering: Gathering) -> Gathering:
     hidden = [g for g in gathering.books if not book_usable_by(actor, g.book)]
     renamed = [left for left in gathering.left_out if left.book is not None and not book_usable_by(actor, left.book)]
     if not hidden and not renamed:
