@@ -95,7 +95,7 @@ class AttachmentOut(serializers.Serializer):
     target = serializers.CharField()
     target_id = serializers.IntegerField(allow_null=True)
     book_id = serializers.IntegerField()
-    book_title = serializers.CharField()
+    book_title = serializers.CharField(help_text="\"A private book\" when it is another user's private book (P-1).")
     injected = serializers.BooleanField(help_text="False when the book stopped being injected here.")
     reason = serializers.CharField(allow_null=True, help_text="Why the book is not injected, if it is not.")
 

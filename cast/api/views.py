@@ -85,6 +85,8 @@ class CharacterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantV
         )
         return Response(s.CharacterOut(character).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="Delete a character (its creator or a tenant admin)",
+                   description="403 `permission_denied` (S-1) for any other member; its chats stay, without it.")
     def destroy(self, request: Request, pk: str) -> Response:
         character_delete(actor=self.actor, character=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -174,6 +176,9 @@ class AttachmentViewSet(mixins.ListModelMixin, TenantViewSet):
         body = s.attachment_out(attachment, cast_selectors.attachment_seen(self.actor, attachment))
         return Response(body, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="Detach a book (whoever attached it, the book's owner or a tenant admin)",
+                   description="403 `permission_denied` (S-1) for any other member. Another user's private book "
+                   "is listed as \"A private book\", not injected for this caller, without its title (P-1).")
     def destroy(self, request: Request, pk: str) -> Response:
         attachment_delete(actor=self.actor, attachment_id=int(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
