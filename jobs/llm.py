@@ -223,7 +223,7 @@ class OpenAICompatible:
             )
             failure.wait = _retry_after(error.response.headers)  # type: ignore[attr-defined]
             raise failure from error
-        except openai.APIError as error:  # an answer the client cannot read
+        except (openai.APIError, json.JSONDecodeError) as error:  # an answer the client cannot read (not JSON at all)
             raise LlmError("model_bad_response", "The model server's answer could not be read.") from error
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""

@@ -106,9 +106,11 @@ def address_class(ip: IPAddress) -> str | None:
         return "multicast"
     if isinstance(ip, ipaddress.IPv6Address) and ip in ipaddress.ip_network("fc00::/7"):
         return "unique-local"
+    if ip.is_reserved:  # 240/4 and IPv6's unassigned blocks
+        return "reserved"
     if ip.is_private:
         return "private"
-    if ip.is_reserved or not ip.is_global:  # CGNAT 100.64/10, documentation ranges, 240/4 …
+    if not ip.is_global:  # CGNAT 100.64/10, the documentation and benchmarking ranges …
         return "reserved"
     return None
 
