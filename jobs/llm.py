@@ -225,6 +225,8 @@ class OpenAICompatible:
             raise failure from error
         except (openai.APIError, json.JSONDecodeError) as error:  # an answer the client cannot read (not JSON at all)
             raise LlmError("model_bad_response", "The model server's answer could not be read.") from error
+        if not hasattr(response, "choices"):  # a 200 that is not a chat completion (a text page): the client hands back text
+            raise LlmError("model_bad_response", "The model server's answer could not be read.")
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
         usage = response.usage

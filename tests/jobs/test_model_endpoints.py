@@ -142,6 +142,15 @@ def test_a_job_error_never_repeats_what_the_server_answered(tenant_a, model, set
     assert message.startswith("The model")
 
 
+def test_a_page_that_is_not_a_completion_fails_the_job_without_showing_it(tenant_a, internal, settings,
+                                                                          django_capture_on_commit_callbacks):
+    settings.LOREWEAVE_LLM_BASE_URL, settings.LOREWEAVE_LLM_MODEL = f"{internal.url}/v1", "m"  # the operator's
+    settings.LOREWEAVE_LLM_MAX_RETRIES = 0
+    job = generate(tenant_a.admin_client, django_capture_on_commit_callbacks)
+    assert job["state"] == "failed" and job["error"]["code"] == "model_bad_response"
+    assert Listener.BANNER not in job["error"]["message"] and internal.hits  # the operator's endpoint is trusted
+
+
 def test_a_tenant_admin_chooses_among_the_operator_endpoints(tenant_a, llm_server, no_model, settings,
                                                             django_capture_on_commit_callbacks):
     settings.OUTBOUND_ALLOW = []  # the operator's own endpoints need no allow-list entry
