@@ -121,6 +121,7 @@ def model_config_for(tenant: Tenant) -> LlmConfig:
     counts goes nowhere.
     """
     override, endpoint, own_url = _tenant_choice(tenant)
+    trusted: tuple[str, ...]
     tenant_key = override.api_key if override is not None else ""
     tenant_model = override.model if override is not None else ""
     if override is not None and override.base_url and not own_url and endpoint is None:

@@ -19,7 +19,7 @@ server into a probe of its own network. The rule, in one place:
   too (the model client also does not follow redirects).
 
 ``url_check`` is the same rule for a save-time answer (422 before anything is
-stored); ``http_client`` is an ``httpx.Client`` whose every connection obeys it.
+stored); ``http_client`` is an ``httpx2.Client`` whose every connection obeys it.
 """
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpcore
-import httpx
+# openai's own HTTP stack (httpx2/httpcore2, locked in requirements/prod.txt; the older httpx is a dev-only
+# dependency), so the model client gets the native client type it expects.
+import httpcore2 as httpcore
+import httpx2 as httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 

@@ -336,6 +336,8 @@ class ModelSettingsForm(forms.Form):
     def __init__(self, *args: Any, endpoints: Sequence[str] = (), tenant_endpoints: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["endpoint"].choices = [("", _("The operator's default")), *((name, name) for name in endpoints)]
+        choice = self.fields["endpoint"]
+        assert isinstance(choice, forms.ChoiceField)
+        choice.choices = [("", _("The operator's default")), *((name, name) for name in endpoints)]
         if not tenant_endpoints:
             del self.fields["base_url"]

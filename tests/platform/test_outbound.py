@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from lore_platform import outbound
@@ -42,7 +42,7 @@ class Listener:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = _answer  # noqa: N815 - http.server's names
+            do_GET = do_POST = _answer  # http.server calls do_<METHOD>
 
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
