@@ -128,6 +128,13 @@ class AllowEntry:
     host: str = ""
     port: int | None = None
 
+    def __str__(self) -> str:
+        where = self.host or (str(self.network.network_address) if self.network and self.network.num_addresses == 1
+                              else str(self.network))
+        if self.port is None:
+            return where
+        return f"[{where}]:{self.port}" if ":" in where else f"{where}:{self.port}"
+
     def admits(self, host: str, ip: IPAddress, port: int) -> bool:
         if self.port is not None and self.port != port:
             return False

@@ -217,3 +217,28 @@ def test_without_tenant_endpoints_the_page_offers_only_the_operators(tenant_a, n
     saved = signed_in(tenant_a.admin).post("/jobs/model", {"endpoint": "hosted", "model": "big"})
     assert saved.status_code == 302
     assert TenantModelSettings.objects.for_tenant(tenant_a.tenant).get().endpoint == "hosted"
+
+
+def test_the_operator_checks_the_settings_and_a_url_with_a_command(settings):
+    import json as json_module
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    settings.LOREWEAVE_LLM_BASE_URL = ""
+    settings.MODEL_ENDPOINTS = "local=http://127.0.0.1:8080/v1, hosted=https://api.example.test/v1"
+    settings.OUTBOUND_ALLOW = ["10.0.0.0/8", "127.0.0.1:8080"]
+    out = StringIO()
+    call_command("model_endpoints", "--json", "--url", "http://169.254.169.254/latest", "--url", "http://10.1.1.1/v1",
+                 stdout=out)
+    report = json_module.loads(out.getvalue())
+    assert [e["name"] for e in report["endpoints"]] == ["local", "hosted"]
+    assert report["outbound_allow"] == ["10.0.0.0/8", "127.0.0.1:8080"]
+    assert [(c["allowed"], "metadata" in c["why"]) for c in report["checked"]] == [(False, True), (True, False)]
+    settings.OUTBOUND_ALLOW = ["127.0.0.1:http"]
+    with pytest.raises(CommandError, match="OUTBOUND_ALLOW"):
+        call_command("model_endpoints", stdout=StringIO())
+    settings.OUTBOUND_ALLOW = []
+    settings.MODEL_ENDPOINTS = '[{"name": "x", "base_url": "ftp://nope"}]'
+    with pytest.raises(CommandError, match="MODEL_ENDPOINTS"):
+        call_command("model_endpoints", stdout=StringIO())
