@@ -140,9 +140,14 @@ def test_a_name_is_judged_by_every_address_it_resolves_to(monkeypatch: Any) -> N
     assert unresolvable.value.reason == "unresolvable"
 
 
-def test_localhost_as_a_name_is_loopback() -> None:
+@pytest.mark.parametrize("url", [
+    "http://localhost:8080/v1", "http://2130706433:8080/v1", "http://0x7f000001/v1", "http://127.1/v1",
+    "http://[::ffff:127.0.0.1]:8080/v1", "http://[::1]/v1",
+])
+def test_loopback_in_any_spelling_is_loopback(url: str) -> None:
+    """Names and the decimal, hex and short forms the system resolver accepts are judged by the address."""
     with pytest.raises(outbound.OutboundRefused) as refused:
-        outbound.url_check("http://localhost:8080/v1")
+        outbound.url_check(url)
     assert refused.value.reason == "loopback"
 
 
