@@ -26,7 +26,8 @@ urlpatterns = [
     ),
     path(
         "api/redoc/",
-        SpectacularRedocView.as_view(url_name="schema", permission_classes=[], authentication_classes=[]),
+        SpectacularRedocView.as_view(url_name="schema", permission_classes=[], authentication_classes=[],
+                                     template_name="web/api_redoc.html"),
         name="api-redoc",
     ),
     path("admin/", admin.site.urls),

@@ -56,3 +56,19 @@ def test_openapi_schema_and_docs_are_served(client):
     assert "/api/v1/tenant" in paths
     assert "/api/v1/api-keys" in paths
     assert client.get("/api/docs/").status_code == 200
+
+
+def test_the_api_docs_pages_load_nothing_from_another_host(client):
+    # An offline install (or a strict network) must still show the docs: no CDN scripts, fonts or logos.
+    import re
+
+    for page in ("/api/redoc/", "/api/docs/"):
+        body = client.get(page).content.decode()
+        assert re.findall(r"(?:src|href)=[\"'](?:https?:)?//[^\"']+", body) == [], page
+        assert "googleapis" not in body and "jsdelivr" not in body and "unpkg" not in body, page
+
+
+def test_the_schema_answers_json_when_asked(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/json")
+    assert response.json()["openapi"].startswith("3.")
