@@ -359,17 +359,18 @@ def _chat_channel(request: TurnInput, chat: Chat) -> TurnInput:
     return replace(request, channel=ev.Channel(id=chat.channel_id, parent=chat.parent_channel_id or None))
 
 
-def _with_character(request: TurnInput, actor: Actor, chat: Chat, profile: str) -> TurnInput:
+def _with_character(request: TurnInput, actor: Actor, profile: str, *, character_id: int | None,
+                    character: Character | None = None) -> TurnInput:
     """The chat's (or named) character is the active one unless the call names its own.
 
     Only the sillytavern profile reads it (``characterFilter``), so only its turns look the name up.
     """
-    if request.character is not None or profile != "sillytavern" or chat.character_id is None:
+    if request.character is not None or profile != "sillytavern" or character_id is None:
         return request
-    if "character" in chat._state.fields_cache:
-        name: str | None = chat.character.name if chat.character else None
+    if character is not None:
+        name: str | None = character.name
     else:
-        name = (Character.objects.for_tenant(actor.tenant).filter(pk=chat.character_id)
+        name = (Character.objects.for_tenant(actor.tenant).filter(pk=character_id)
                 .values_list("name", flat=True).first())
     return request if name is None else replace(request, character=ev.ActiveCharacter(name=name))
 
@@ -527,7 +528,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     """
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
-    request = _with_character(_chat_channel(request, chat), actor, chat, profile)
+    request = _with_character(_chat_channel(request, chat), actor, profile, character_id=chat.character_id)
     gathering = chat_books_gather(chat, profile=profile)
     meaning = _meaning_for(profile, gathering, request.messages)  # embeds before any lock
     answer = _turn_on(chat, gathering, request=request, profile=profile, state=chat.timed_state or {},
@@ -558,7 +559,7 @@ def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswe
     """What a sample message would bring in this chat (W-10): the same selection, nothing written."""
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
-    request = _with_character(_chat_channel(request, chat), actor, chat, profile)
+    request = _with_character(_chat_channel(request, chat), actor, profile, character_id=chat.character_id)
     return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
                     state=chat.timed_state or {}, seed=f"chat-{chat.pk}", dry_run=True)
 
@@ -604,7 +605,8 @@ def stateless_turn(
     left_out = []
     if target:
         transient = _transient_chat(actor, target)
-        request = _with_character(request, actor, transient, profile)
+        request = _with_character(request, actor, profile, character_id=transient.character_id,
+                                  character=transient.character)
         gathered = chat_books_gather(transient, profile=profile)
         seen = {g.book.pk for g in books}
         books += [g for g in gathered.books if g.book.pk not in seen]

@@ -651,7 +651,7 @@ class _Scan:
                 budget_overflow=overflow,
                 scan_loops=count,
                 cut_by_budget=tuple(
-                    dict.fromkeys(world.entries[index].entry for index in cut if index not in activated_set)
+                    world.entries[index].entry for index in dict.fromkeys(cut) if index not in activated_set
                 ),
                 filtered=tuple((world.entries[index].entry, why) for index, why in sorted(self.filtered.items())),
             ),

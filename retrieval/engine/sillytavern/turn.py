@@ -74,10 +74,9 @@ def sillytavern_assemble(request: TurnRequest, *, tokenizer: Tokenizer) -> Selec
         MatchSource.SCENARIO: texts.scenario,
         MatchSource.CREATOR_NOTES: texts.creator_notes,
     }
-    card = (("persona", texts.persona_description), ("description", texts.character_description),
-            ("personality", texts.character_personality), ("scenario", texts.scenario),
-            ("charDepthPrompt", texts.character_depth_prompt), ("creatorNotes", texts.creator_notes))
-    macros = MacroEnvironment(user=names.user, char=names.char, card_fields=tuple((k, v) for k, v in card if v))
+    # Card macros ({{description}}...) stay empty here: the compiled book set is cached per macro
+    # environment, and a 2,000-entry book must not recompile for every character's card text.
+    macros = MacroEnvironment(user=names.user, char=names.char)
     compiled = _compiled.get_or_compile(_book_set_key(books), world, settings=settings, macros=macros)
     messages = [
         {"name": m.name or (names.user if m.role == "user" else names.char), "is_user": m.role == "user",
