@@ -360,19 +360,30 @@ def _chat_channel(request: TurnInput, chat: Chat) -> TurnInput:
 
 
 def _with_character(request: TurnInput, actor: Actor, profile: str, *, character_id: int | None,
-                    character: Character | None = None) -> TurnInput:
+                    character: Character | None = None, group_chat: int | None = None) -> TurnInput:
     """The chat's (or named) character is the active one unless the call names its own.
 
-    Only the sillytavern profile reads it (``characterFilter``), so only its turns look the name up.
+    In a group chat it is the member who speaks: the one named as ``names.char``, as SillyTavern
+    generates for one member at a time. Only the sillytavern profile reads it (``characterFilter``),
+    so only its turns look the name up.
     """
-    if request.character is not None or profile != "sillytavern" or character_id is None:
+    if request.character is not None or profile != "sillytavern":
         return request
+    name: str | None = None
     if character is not None:
-        name: str | None = character.name
-    else:
+        name = character.name
+    elif character_id is not None:
         name = (Character.objects.for_tenant(actor.tenant).filter(pk=character_id)
                 .values_list("name", flat=True).first())
+    elif group_chat is not None:
+        name = (Character.objects.for_tenant(actor.tenant).filter(group_chats=group_chat, name=request.names.char)
+                .values_list("name", flat=True).first())
     return request if name is None else replace(request, character=ev.ActiveCharacter(name=name))
+
+
+def _chat_character(request: TurnInput, actor: Actor, chat: Chat, profile: str) -> TurnInput:
+    return _with_character(request, actor, profile, character_id=chat.character_id,
+                           group_chat=chat.pk if chat.kind == Chat.Kind.GROUP else None)
 
 
 def _usage_of(answer: TurnAnswer) -> dict[str, list[int]]:
@@ -528,7 +539,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     """
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
-    request = _with_character(_chat_channel(request, chat), actor, profile, character_id=chat.character_id)
+    request = _chat_character(_chat_channel(request, chat), actor, chat, profile)
     gathering = chat_books_gather(chat, profile=profile)
     meaning = _meaning_for(profile, gathering, request.messages)  # embeds before any lock
     answer = _turn_on(chat, gathering, request=request, profile=profile, state=chat.timed_state or {},
@@ -559,7 +570,7 @@ def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswe
     """What a sample message would bring in this chat (W-10): the same selection, nothing written."""
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
-    request = _with_character(_chat_channel(request, chat), actor, profile, character_id=chat.character_id)
+    request = _chat_character(_chat_channel(request, chat), actor, chat, profile)
     return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
                     state=chat.timed_state or {}, seed=f"chat-{chat.pk}", dry_run=True)
 

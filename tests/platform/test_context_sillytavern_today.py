@@ -155,3 +155,23 @@ def test_budget_cuts_are_logged_as_such_and_ignore_budget_entries_stay(tenant_a,
     row = _log(body, cut)
     assert row["outcome"] == "over_budget" and "cut by budget" in row["detail"] and "10 tokens" in row["detail"]
     assert "ignores the budget" in _log(body, kept)["detail"]
+
+
+def test_in_a_group_chat_the_speaking_member_is_the_active_character(tenant_a, st_book):
+    only_neloth = make_entry(st_book, keys=["tower"], content="Neloth's tower.",
+                             extra={"st": {"characterFilter": {"isExclude": False, "names": ["Neloth"], "tags": []}}})
+    neloth = _character(tenant_a, "Neloth", st_book)
+    kael = _character(tenant_a, "Kael", st_book)
+    chat = tenant_a.admin_client.post("/api/v1/chats", {"kind": "group", "member_ids": [neloth, kael],
+                                                        "profile": "sillytavern"}, format="json").json()["id"]
+
+    def turn(speaker: str) -> set[int]:
+        response = tenant_a.admin_client.post(
+            f"/api/v1/chats/{chat}/context",
+            {"messages": [{"role": "user", "text": "The tower."}], "model": MODEL,
+             "names": {"user": "Ana", "char": speaker}}, format="json")
+        assert response.status_code == 200, response.content
+        return _injected(response.json())
+
+    assert turn("Neloth") == {only_neloth.pk}
+    assert turn("Kael") == set()
