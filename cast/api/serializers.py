@@ -232,7 +232,8 @@ def _plain_text(field: serializers.CharField, value: object) -> bool:
             and value == value.strip())
 
 
-_CONTEXT_DEFAULTS = {"profile": "", "channel": None, "template": None, "render": False, "log": "compact"}
+_CONTEXT_DEFAULTS = {"profile": "", "channel": None, "template": None, "render": False, "log": "compact",
+                     "generation_type": "normal", "character": None, "match_texts": None}
 
 
 def context_in_fast(data: object) -> dict[str, Any] | None:

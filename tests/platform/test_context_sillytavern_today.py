@@ -175,3 +175,12 @@ def test_in_a_group_chat_the_speaking_member_is_the_active_character(tenant_a, s
 
     assert turn("Neloth") == {only_neloth.pk}
     assert turn("Kael") == set()
+
+
+def test_outlet_macro_in_the_apps_texts_is_filled_when_rendering(tenant_a, st_book):
+    make_entry(st_book, keys=["go"], content="SCENE-30", placement="before_persona",
+               extra={"st": {"position": 7, "outletName": "scene"}})
+    body = _stateless(tenant_a, "Let us go.", book_ids=[st_book.pk], render=True,
+                      parts={"character": "Kael. Now: {{outlet::scene}}{{outlet::empty}}"})
+    character = [m["content"] for m in body["messages"] if m["slot"] == "character"]
+    assert character == ["Kael. Now: SCENE-30"]
