@@ -359,18 +359,19 @@ class _Scan:
     ) -> bool:
         """As ``_key_matches`` for an entry that also scans extra sources (rare: no offset shortcuts)."""
         kind = key.kind
-        if depth <= 0 or kind == KeyKind.NEVER:
+        if kind == KeyKind.NEVER:
             return False
         if kind == KeyKind.ALWAYS:
             return True
         buffer = self.buffer
         if kind == KeyKind.PLAIN:
-            return buffer.token_present(key.token, key.whole_word, depth, with_recursion) or buffer.token_in_sources(
-                key.token, key.whole_word, sources
+            return depth > 0 and (
+                buffer.token_present(key.token, key.whole_word, depth, with_recursion)
+                or buffer.token_in_sources(key.token, key.whole_word, sources)
             )
         if kind == KeyKind.REGEX:
             assert key.regex is not None
-            if key.token >= 0 and not (
+            if depth > 0 and key.token >= 0 and not (
                 buffer.token_present(key.token, False, depth, with_recursion)
                 or buffer.token_in_sources(key.token, False, sources)
             ):
