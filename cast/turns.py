@@ -81,6 +81,11 @@ class TurnInput:
     tools: bool = False
     # compact: entries simply not matched are counted, not listed (C-15).
     log: LogDetail = "compact"
+    # What SillyTavern's activation reads beyond the messages (issue 31): the generation type, the
+    # active character (None: the chat's or the named character's, if any) and the extra match texts.
+    generation_type: ev.GenerationType = "normal"
+    character: ev.ActiveCharacter | None = None
+    match_texts: ev.MatchTexts = field(default_factory=ev.MatchTexts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,6 +303,9 @@ def turn_run(
         state=_timed_state(state),
         dry_run=dry_run,
         log_full=request.log == "full",
+        generation_type=request.generation_type,
+        character=request.character,
+        match_texts=request.match_texts,
     )
     if meaning is None:
         meaning = _meaning_for(profile, gathering, request.messages)
@@ -349,6 +357,33 @@ def _chat_channel(request: TurnInput, chat: Chat) -> TurnInput:
     if request.channel is not None or not chat.channel_id:
         return request
     return replace(request, channel=ev.Channel(id=chat.channel_id, parent=chat.parent_channel_id or None))
+
+
+def _with_character(request: TurnInput, actor: Actor, profile: str, *, character_id: int | None,
+                    character: Character | None = None, group_chat: int | None = None) -> TurnInput:
+    """The chat's (or named) character is the active one unless the call names its own.
+
+    In a group chat it is the member who speaks: the one named as ``names.char``, as SillyTavern
+    generates for one member at a time. Only the sillytavern profile reads it (``characterFilter``),
+    so only its turns look the name up.
+    """
+    if request.character is not None or profile != "sillytavern":
+        return request
+    name: str | None = None
+    if character is not None:
+        name = character.name
+    elif character_id is not None:
+        name = (Character.objects.for_tenant(actor.tenant).filter(pk=character_id)
+                .values_list("name", flat=True).first())
+    elif group_chat is not None:
+        name = (Character.objects.for_tenant(actor.tenant).filter(group_chats=group_chat, name=request.names.char)
+                .values_list("name", flat=True).first())
+    return request if name is None else replace(request, character=ev.ActiveCharacter(name=name))
+
+
+def _chat_character(request: TurnInput, actor: Actor, chat: Chat, profile: str) -> TurnInput:
+    return _with_character(request, actor, profile, character_id=chat.character_id,
+                           group_chat=chat.pk if chat.kind == Chat.Kind.GROUP else None)
 
 
 def _usage_of(answer: TurnAnswer) -> dict[str, list[int]]:
@@ -504,7 +539,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     """
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
-    request = _chat_channel(request, chat)
+    request = _chat_character(_chat_channel(request, chat), actor, chat, profile)
     gathering = chat_books_gather(chat, actor=actor, profile=profile)
     meaning = _meaning_for(profile, gathering, request.messages)  # embeds before any lock
     answer = _turn_on(chat, gathering, request=request, profile=profile, state=chat.timed_state or {},
@@ -535,7 +570,7 @@ def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswe
     """What a sample message would bring in this chat (W-10): the same selection, nothing written."""
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
-    request = _chat_channel(request, chat)
+    request = _chat_character(_chat_channel(request, chat), actor, chat, profile)
     return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, actor=actor, profile=profile),
                     state=chat.timed_state or {}, seed=f"chat-{chat.pk}", dry_run=True)
 
@@ -580,7 +615,10 @@ def stateless_turn(
     books = [GatheredBook(book=book_for_attach(actor, book_id=i), label=None, via="request") for i in book_ids]
     left_out = []
     if target:
-        gathered = chat_books_gather(_transient_chat(actor, target), actor=actor, profile=profile)
+        transient = _transient_chat(actor, target)
+        request = _with_character(request, actor, profile, character_id=transient.character_id,
+                                  character=transient.character)
+        gathered = chat_books_gather(transient, actor=actor, profile=profile)
         seen = {g.book.pk for g in books}
         books += [g for g in gathered.books if g.book.pk not in seen]
         left_out = gathered.left_out

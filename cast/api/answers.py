@@ -23,7 +23,8 @@ class InjectionOut(serializers.Serializer):
     book = serializers.IntegerField(help_text="The book it came from.")
     slot = serializers.CharField(help_text="Where it goes: lorebook (classic); system / recent (server); canon, "
                                            "relevant, matched (smart); before_char, after_char, authors_note_top, "
-                                           "authors_note_bottom, examples_before/after, depth_N (sillytavern).")
+                                           "authors_note_bottom, examples_before/after, depth_N, outlet_<name> (sillytavern: "
+                                           "an outlet's entries in order, what {{outlet::name}} reads).")
     role = serializers.ChoiceField(choices=Role.choices)
     content = serializers.CharField(help_text="The text the model sees (decorators removed, macros replaced).")
     tokens = serializers.IntegerField(help_text="Tokens by the model's tokenizer (C-14).")
@@ -42,7 +43,8 @@ class LogRowOut(serializers.Serializer):
     entry = serializers.IntegerField()
     book = serializers.IntegerField()
     outcome = serializers.CharField(help_text="injected, not_matched, budget, probability, disabled, decorator, "
-                                              "canon_over_budget, indexed, … (C-15).")
+                                              "canon_over_budget, indexed, filtered (sillytavern: not for this generation "
+                                              "type or character), … (C-15).")
     detail = serializers.CharField(allow_blank=True, help_text="Why, in words.")
     key = serializers.CharField(required=False, help_text="The key that matched.")
     message = serializers.IntegerField(required=False, help_text="Which message it matched in.")

@@ -175,6 +175,31 @@ class ChannelIn(serializers.Serializer):
     parent = serializers.CharField(required=False, allow_null=True, default=None, max_length=64)
 
 
+class ActiveCharacterIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200, trim_whitespace=False,
+                                 help_text="The character's name, compared with the entries' character filters "
+                                           "(SillyTavern lists a character's file name there).")
+    tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                 max_length=200, help_text="The character's tags, compared with the filters' tags.")
+
+
+_MATCH_TEXT = {"required": False, "default": "", "allow_blank": True, "trim_whitespace": False, "max_length": 100_000}
+
+
+class MatchTextsIn(serializers.Serializer):
+    """Texts SillyTavern entries may also scan (their ``match*`` flags), besides the messages."""
+
+    persona_description = serializers.CharField(**_MATCH_TEXT)
+    character_description = serializers.CharField(**_MATCH_TEXT)
+    character_personality = serializers.CharField(**_MATCH_TEXT)
+    character_depth_prompt = serializers.CharField(**_MATCH_TEXT)
+    scenario = serializers.CharField(**_MATCH_TEXT)
+    creator_notes = serializers.CharField(**_MATCH_TEXT)
+
+
+GENERATION_TYPES = ["normal", "continue", "impersonate", "swipe", "regenerate", "quiet"]
+
+
 class ContextIn(serializers.Serializer):
     messages = MessagesField()
     names = NamesIn(required=False)
@@ -192,6 +217,15 @@ class ContextIn(serializers.Serializer):
     log = serializers.ChoiceField(choices=["compact", "full"], required=False, default="compact",
                                   help_text="compact: the request log leaves out entries that were not matched and "
                                             "counts them; full: one row per entry (C-15).")
+    generation_type = serializers.ChoiceField(
+        choices=GENERATION_TYPES, required=False, default="normal",
+        help_text="What is generated. SillyTavern entries with triggers activate only for those types; "
+                  "for swipe the last message (the one being swiped) is not scanned.")
+    character = ActiveCharacterIn(required=False, allow_null=True, default=None,
+                                  help_text="The active character for entries' character filters; by default the "
+                                            "chat's (or character_id's) character, by name, without tags.")
+    match_texts = MatchTextsIn(required=False, allow_null=True, default=None,
+                               help_text="Card and persona texts that SillyTavern entries with match flags also scan.")
 
 
 def _plain_text(field: serializers.CharField, value: object) -> bool:
@@ -200,7 +234,8 @@ def _plain_text(field: serializers.CharField, value: object) -> bool:
             and value == value.strip())
 
 
-_CONTEXT_DEFAULTS = {"profile": "", "channel": None, "template": None, "render": False, "log": "compact"}
+_CONTEXT_DEFAULTS = {"profile": "", "channel": None, "template": None, "render": False, "log": "compact",
+                     "generation_type": "normal", "character": None, "match_texts": None}
 
 
 def context_in_fast(data: object) -> dict[str, Any] | None:

@@ -39,6 +39,7 @@ def turn_input(data: dict[str, Any], *, messages: list[dict[str, str]] | None = 
     names = data.get("names") or {}
     model = data.get("model") or {}
     channel = data.get("channel")
+    character = data.get("character")
     return turns.TurnInput(
         profile=data.get("profile") or "",
         messages=tuple(ev.Message(role=m["role"], text=m["text"], name=m.get("name", ""))
@@ -53,6 +54,10 @@ def turn_input(data: dict[str, Any], *, messages: list[dict[str, str]] | None = 
         render=bool(data.get("render")),
         tools=bool(model.get("tools")),
         log=data.get("log") or "compact",
+        generation_type=data.get("generation_type") or "normal",
+        character=ev.ActiveCharacter(name=character["name"], tags=tuple(character.get("tags") or ()))
+        if character else None,
+        match_texts=ev.MatchTexts(**(data.get("match_texts") or {})),
     )
 
 

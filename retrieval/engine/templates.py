@@ -18,6 +18,7 @@ Profiles place lore this way:
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -100,6 +101,18 @@ def _at_depth(messages: list[PromptMessage], by_slot: Mapping[str, list[Injectio
     return out
 
 
+_OUTLET_SLOT = "outlet_"
+_OUTLET_MACRO = re.compile(r"\{\{outlet::(.+?)\}\}", re.IGNORECASE)
+
+
+def _outlets_filled(parts: dict[str, str], by_slot: Mapping[str, list[Injection]]) -> dict[str, str]:
+    """SillyTavern's ``{{outlet::name}}`` in the app's texts: the outlet's entries joined by newlines, or ""."""
+    texts = {slot.removeprefix(_OUTLET_SLOT): "\n".join(i.content for i in injections)
+             for slot, injections in by_slot.items() if slot.startswith(_OUTLET_SLOT)}
+    return {slot: _OUTLET_MACRO.sub(lambda m: texts.get(m.group(1).strip(), ""), text) if "{{" in text else text
+            for slot, text in parts.items()}
+
+
 def prompt_render(
     *,
     profile: str,
@@ -114,6 +127,8 @@ def prompt_render(
     by_slot: dict[str, list[Injection]] = {}
     for injection in selection.injections:
         by_slot.setdefault(injection.slot, []).append(injection)
+    if profile == "sillytavern":
+        parts = _outlets_filled(parts, by_slot)
 
     rendered: list[PromptMessage] = []
     for slot in slots:

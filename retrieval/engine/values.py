@@ -23,6 +23,9 @@ Role = Literal["system", "user", "assistant"]
 SecondaryLogic = Literal["and_any", "and_all", "not_any", "not_all"]
 Placement = Literal["before_persona", "after_persona"]
 Scope = Literal["server", "persona"]
+# What the turn generates (SillyTavern's GENERATION_TYPE_TRIGGERS): entries may be limited to some.
+GenerationType = Literal["normal", "continue", "impersonate", "swipe", "regenerate", "quiet"]
+GENERATION_TYPES: frozenset[str] = frozenset({"normal", "continue", "impersonate", "swipe", "regenerate", "quiet"})
 
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant"})
 SECONDARY_LOGICS: frozenset[str] = frozenset({"and_any", "and_all", "not_any", "not_all"})
@@ -45,6 +48,7 @@ class Outcome:
     RECURSION = "recursion"
     CANON_OVER_BUDGET = "canon_over_budget"
     INDEXED_ONLY = "indexed_only"
+    FILTERED = "filtered"  # not for this generation type or this character (sillytavern)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -191,6 +195,30 @@ class TimedState:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ActiveCharacter:
+    """The character the turn speaks as, for entries limited to (or away from) characters.
+
+    ``name`` stands for SillyTavern's avatar file name (what ``characterFilter.names``
+    lists); ``tags`` are compared with ``characterFilter.tags``.
+    """
+
+    name: str
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MatchTexts:
+    """Texts besides the chat that entries may ask to scan (SillyTavern's ``match*`` flags)."""
+
+    persona_description: str = ""
+    character_description: str = ""
+    character_personality: str = ""
+    character_depth_prompt: str = ""
+    scenario: str = ""
+    creator_notes: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnRequest:
     """Everything one turn needs, apart from the tokenizer port.
 
@@ -215,6 +243,12 @@ class TurnRequest:
     # profile count those in ``Selection.not_matched_unlisted`` instead of listing them (every
     # profile does: a turn's work follows the entries it touched, not the size of the books).
     log_full: bool = True
+    # What is generated: entries with ``triggers`` activate only for those types (sillytavern).
+    generation_type: GenerationType = "normal"
+    # The active character, for ``characterFilter`` (None: no character, as in a books-only call).
+    character: ActiveCharacter | None = None
+    # Texts the extra match sources scan (character card, persona).
+    match_texts: MatchTexts = field(default_factory=MatchTexts)
 
     @property
     def turn_number(self) -> int:

@@ -1,4 +1,4 @@
-"""The ``sillytavern`` context profile: SillyTavern 1.12.6 World Info activation in plain Python.
+"""The ``sillytavern`` context profile: SillyTavern 1.18.0 World Info activation in plain Python.
 
 ``run_case`` runs a SillyTavern-native case (the conformance format). Underneath,
 ``compile_world_info`` prepares a book set once (cache it with ``CompileCache``)
@@ -10,6 +10,7 @@ from .entries import (
     CharacterFilter,
     CharacterIdentity,
     InsertionStrategy,
+    MatchSource,
     Position,
     Role,
     SelectiveLogic,
@@ -18,6 +19,7 @@ from .entries import (
     WorldInfoSettings,
     book_from_st_json,
     entry_from_st_json,
+    generation_trigger,
     settings_from_st_json,
     split_decorators,
 )
@@ -40,7 +42,7 @@ from .timed_effects import TimedEffect, TimedEffectsState
 
 __all__ = [
     "CaseRunner", "chat_for_world_info", "scan_injections", "CharacterFilter", "CharacterIdentity", "CompileCache", "CompiledWorldInfo", "DepthInjection",
-    "ExampleInjection", "InsertionStrategy", "JsRegex", "MacroEnvironment", "PlacedEntry", "Position", "Role",
+    "ExampleInjection", "InsertionStrategy", "MatchSource", "generation_trigger", "JsRegex", "MacroEnvironment", "PlacedEntry", "Position", "Role",
     "ScanDiagnostics", "ScanRequest", "ScanResult", "SelectiveLogic", "TimedEffect", "TimedEffectsState",
     "WorldInfoBooks", "WorldInfoEntry", "WorldInfoPrompt", "WorldInfoSettings", "book_from_st_json",
     "compile_js_regex", "compile_world_info", "contains_whole_word", "entry_from_st_json", "estimate_tokens",

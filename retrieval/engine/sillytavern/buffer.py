@@ -1,7 +1,8 @@
 """The scan buffer of one generation (SillyTavern's ``WorldInfoBuffer``) with indexed key hits.
 
 SillyTavern's text for an entry is ``"\\x01"`` + the newest ``depth`` messages
-(each trimmed) joined by ``"\\n\\x01"``, then the scan-enabled injected prompts,
+(each trimmed) joined by ``"\\n\\x01"``, then (1.13+) the extra sources the entry
+asks for (persona, character description...), then the scan-enabled injected prompts,
 then the recursion buffer (left out during min-activation passes). An entry
 with depth <= 0 sees an empty string, recursion text included.
 
@@ -13,9 +14,9 @@ directly, and cached.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from .entries import MAX_SCAN_DEPTH
+from .entries import MAX_SCAN_DEPTH, MatchSource
 from .jscompat import js_trim
 from .jsregex import TextView
 from .matching import KeyIndex
@@ -24,8 +25,18 @@ JOINER = "\n\x01"
 
 
 class ScanBuffer:
-    def __init__(self, index: KeyIndex, chat: Sequence[str], injections: Sequence[str], global_depth: int) -> None:
+    def __init__(
+        self,
+        index: KeyIndex,
+        chat: Sequence[str],
+        injections: Sequence[str],
+        global_depth: int,
+        sources: Mapping[MatchSource, str] | None = None,
+    ) -> None:
         self._index = index
+        # Extra sources are appended untrimmed, and only when not empty; each is indexed lazily.
+        self.sources = {source: text for source, text in (sources or {}).items() if text}
+        self._source_hits: dict[MatchSource, tuple[frozenset[int], frozenset[int]]] = {}
         self.global_depth = global_depth
         self.skew = 0
         # Quirk: empty messages leave holes that join as "", but trailing ones drop out.
@@ -43,7 +54,7 @@ class ScanBuffer:
         self._injected_whole = set(first_whole)
         self._recursed: set[int] = set()
         self._recursed_whole: set[int] = set()
-        self._views: dict[tuple[int, bool, int], TextView] = {}
+        self._views: dict[tuple[int, bool, int, tuple[MatchSource, ...]], TextView] = {}
         # Offset of each chat segment in the joined text: "\x01" + segments joined by "\n\x01".
         self._chat_offsets: list[int] = []
         offset = 1
@@ -83,6 +94,28 @@ class ScanBuffer:
         self._recursed_whole.update(first_whole)
         return set(first)
 
+    def _hits(self, source: MatchSource) -> tuple[frozenset[int], frozenset[int]]:
+        hits = self._source_hits.get(source)
+        if hits is None:
+            first, first_whole = self._index.scan([self.sources[source]])
+            hits = (frozenset(first), frozenset(first_whole))
+            self._source_hits[source] = hits
+        return hits
+
+    def source_tokens(self) -> set[int]:
+        """Every token found in any extra source (candidates for entries that scan one)."""
+        found: set[int] = set()
+        for source in self.sources:
+            found.update(self._hits(source)[0])
+        return found
+
+    def token_in_sources(self, token: int, whole_word: bool, sources: Sequence[MatchSource]) -> bool:
+        """Whether one of the entry's extra sources holds the token (a plain key never spans two)."""
+        for source in sources:
+            if source in self.sources and token in self._hits(source)[1 if whole_word else 0]:
+                return True
+        return False
+
     def token_present(self, token: int, whole_word: bool, depth: int, with_recursion: bool) -> bool:
         """Whether the text for (depth, with_recursion) contains the token. ``depth`` must be >= 1."""
         depth = min(depth, MAX_SCAN_DEPTH)
@@ -112,20 +145,23 @@ class ScanBuffer:
             chat_end += len(JOINER) + self._injection_length
         return chat_end + len(JOINER) if with_recursion and token in self._recursed else 0
 
-    def text(self, depth: int, with_recursion: bool) -> str:
-        """``WorldInfoBuffer.get``: the exact text an entry with this depth scans."""
-        return self.view(depth, with_recursion).text
+    def text(self, depth: int, with_recursion: bool, sources: tuple[MatchSource, ...] = ()) -> str:
+        """``WorldInfoBuffer.get``: the exact text an entry with this depth (and these sources) scans."""
+        return self.view(depth, with_recursion, sources).text
 
-    def view(self, depth: int, with_recursion: bool) -> TextView:
+    def view(self, depth: int, with_recursion: bool, sources: tuple[MatchSource, ...] = ()) -> TextView:
         depth = max(0, min(depth, MAX_SCAN_DEPTH))
-        cache_key = (depth, with_recursion, len(self.recursion) if with_recursion else 0)
+        shown = tuple(source for source in sorted(sources) if source in self.sources)
+        cache_key = (depth, with_recursion, len(self.recursion) if with_recursion else 0, shown)
         cached = self._views.get(cache_key)
         if cached is not None:
             return cached
         if depth == 0:
-            result = ""  # depth 0 sees nothing: no messages, no injections, no recursion
+            result = ""  # depth 0 sees nothing: no messages, no sources, no injections, no recursion
         else:
             result = "\x01" + JOINER.join(self.chat_segments[:depth])
+            for source in shown:
+                result += JOINER + self.sources[source]
             if self.injections:
                 result += JOINER + JOINER.join(self.injections)
             if with_recursion and self.recursion:

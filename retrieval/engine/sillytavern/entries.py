@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from .jscompat import is_truthy, loosely_equals_true, number_or_int, object_key_order, to_number
+from .jscompat import is_truthy, loosely_equals_true, number_or_int, object_key_order, to_js_string, to_number
 
 _MISSING = object()
 
@@ -29,6 +29,7 @@ class Position(IntEnum):
     AT_DEPTH = 4
     EM_TOP = 5
     EM_BOTTOM = 6
+    OUTLET = 7  # 1.13+: content goes to a named outlet, read by the {{outlet::name}} macro
 
 
 class SelectiveLogic(IntEnum):
@@ -54,6 +55,35 @@ DEFAULT_DEPTH = 4
 DEFAULT_GROUP_WEIGHT = 100
 MAX_SCAN_DEPTH = 1000
 KNOWN_DECORATORS = ("@@activate", "@@dont_activate")
+# SillyTavern's GENERATION_TYPE_TRIGGERS: any other generation type scans as "normal".
+GENERATION_TYPES = ("normal", "continue", "impersonate", "swipe", "regenerate", "quiet")
+
+
+class MatchSource(IntEnum):
+    """Texts besides the chat an entry may also scan (1.13+ ``match*`` flags), in buffer order."""
+
+    PERSONA_DESCRIPTION = 0
+    CHARACTER_DESCRIPTION = 1
+    CHARACTER_PERSONALITY = 2
+    CHARACTER_DEPTH_PROMPT = 3
+    SCENARIO = 4
+    CREATOR_NOTES = 5
+
+
+# The entry flag of each source, in the order ``WorldInfoBuffer.get`` appends them.
+MATCH_SOURCE_FLAGS: tuple[tuple[MatchSource, str], ...] = (
+    (MatchSource.PERSONA_DESCRIPTION, "matchPersonaDescription"),
+    (MatchSource.CHARACTER_DESCRIPTION, "matchCharacterDescription"),
+    (MatchSource.CHARACTER_PERSONALITY, "matchCharacterPersonality"),
+    (MatchSource.CHARACTER_DEPTH_PROMPT, "matchCharacterDepthPrompt"),
+    (MatchSource.SCENARIO, "matchScenario"),
+    (MatchSource.CREATOR_NOTES, "matchCreatorNotes"),
+)
+
+
+def generation_trigger(generation_type: str | None) -> str:
+    """The trigger ``Generate()`` scans with: the type when SillyTavern knows it, else ``normal``."""
+    return generation_type if generation_type in GENERATION_TYPES else "normal"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +138,12 @@ class WorldInfoEntry:
     cooldown: float = 0
     delay: float = 0
     character_filter: CharacterFilter | None = None
+    ignore_budget: bool = False
+    triggers: tuple[str, ...] | None = None
+    """Generation types the entry may activate in; ``None`` (or empty in the file) means all.
+    Compared exactly: only string items can ever match."""
+    match_sources: tuple[MatchSource, ...] = ()
+    outlet_name: str = ""
     fingerprint: str = ""
 
     def __post_init__(self) -> None:
@@ -142,9 +178,10 @@ class WorldInfoSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class WorldInfoBooks:
-    """The entries in play for one chat, by source: chat-bound, character, global."""
+    """The entries in play for one chat, by source: chat-bound, persona (1.13+), character, global."""
 
     chat_lore: tuple[WorldInfoEntry, ...] = ()
+    persona_lore: tuple[WorldInfoEntry, ...] = ()
     character_lore: tuple[WorldInfoEntry, ...] = ()
     global_lore: tuple[WorldInfoEntry, ...] = ()
 
@@ -242,6 +279,12 @@ def entry_from_st_json(data: Mapping[str, Any], *, world: str) -> WorldInfoEntry
             is_exclude=is_truthy(raw_filter.get("isExclude")),
         )
     delay_until_recursion = get("delayUntilRecursion")
+    raw_triggers = data.get("triggers")
+    triggers = (
+        tuple(item for item in raw_triggers if isinstance(item, str))
+        if isinstance(raw_triggers, list) and raw_triggers else None
+    )
+    outlet_name = data.get("outletName")
     group = data.get("group")
     uid = data.get("uid")
     return WorldInfoEntry(
@@ -285,6 +328,10 @@ def entry_from_st_json(data: Mapping[str, Any], *, world: str) -> WorldInfoEntry
         cooldown=_timed(data.get("cooldown")),
         delay=_timed(data.get("delay")),
         character_filter=character_filter,
+        ignore_budget=is_truthy(data.get("ignoreBudget")),
+        triggers=triggers,
+        match_sources=tuple(source for source, flag in MATCH_SOURCE_FLAGS if is_truthy(data.get(flag))),
+        outlet_name=to_js_string(outlet_name) if is_truthy(outlet_name) else "",
         fingerprint=entry_fingerprint(data, world=world, decorators=decorators, content=content),
     )
 

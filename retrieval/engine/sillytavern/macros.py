@@ -33,7 +33,7 @@ _COMMENT = re.compile(r"\{\{//[\s\S]*?\}\}")
 # Character-card fields in the order substituteParams adds them to the environment.
 CARD_FIELDS = (
     "charPrompt", "charJailbreak", "description", "personality", "scenario", "persona",
-    "mesExamples", "charVersion", "char_version",
+    "mesExamples", "charVersion", "char_version", "charDepthPrompt", "creatorNotes",
 )
 
 

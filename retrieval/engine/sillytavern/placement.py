@@ -5,6 +5,11 @@ slot, so each slot reads in ascending ``order`` and equal orders come out in
 reverse activation order. ``@depth`` entries are grouped by (depth, role) in
 the order groups are first met. Author's Note entries wrap the note only when
 it is inserted this generation. Entries with empty content go nowhere.
+
+Outlet entries (1.13+, position 7) are the exception to prepending: they are
+*appended* to their named outlet, so an outlet lists the highest ``order``
+first and equal orders in activation order. An outlet entry without a name is
+activated but listed nowhere.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .entries import DEFAULT_DEPTH, Position, Role, WorldInfoEntry
-from .jscompat import sort_by_order_descending
+from .jscompat import object_key_order, sort_by_order_descending
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +64,15 @@ class WorldInfoPrompt:
     depth: tuple[DepthInjection, ...] = ()
     authors_note: str | None = field(default=None)
     """The Author's Note with its WI entries, or None when the note is not inserted this time."""
+    outlets: tuple[tuple[str, tuple[PlacedEntry, ...]], ...] = ()
+    """Named outlets in the order first filled, each with its entries (``outletEntries``)."""
+
+    def outlet_text(self, name: str) -> str:
+        """What ``{{outlet::name}}`` stands for: the outlet's entries joined by newlines ("" if none)."""
+        for outlet, entries in self.outlets:
+            if outlet == name:
+                return "\n".join(entry.content for entry in entries)
+        return ""
 
     @property
     def before_text(self) -> str:
@@ -85,6 +99,7 @@ def place_entries(
     an_bottom: list[PlacedEntry] = []
     examples: list[ExampleInjection] = []
     depth_groups: list[tuple[int | None, int, list[PlacedEntry]]] = []
+    outlets: dict[str, list[PlacedEntry]] = {}
 
     for entry, content in sort_by_order_descending(list(activated), lambda pair: pair[0].order):
         if not content:
@@ -113,6 +128,8 @@ def place_entries(
                     break
             else:
                 depth_groups.append((entry.depth, role, [placed]))
+        elif position == Position.OUTLET and entry.outlet_name:
+            outlets.setdefault(entry.outlet_name, []).append(placed)
 
     note: str | None = None
     if authors_note is not None:
@@ -128,4 +145,5 @@ def place_entries(
         examples=tuple(examples),
         depth=tuple(DepthInjection(depth=d, role=r, entries=tuple(m)) for d, r, m in depth_groups),
         authors_note=note,
+        outlets=tuple((name, tuple(outlets[name])) for name in object_key_order(outlets)),  # JS key order
     )

@@ -1,4 +1,9 @@
-"""The per-turn World Info scan: SillyTavern 1.12.6's ``checkWorldInfo``, pass for pass.
+"""The per-turn World Info scan: SillyTavern 1.18.0's ``checkWorldInfo``, pass for pass.
+
+1.18.0 adds to 1.12.6: generation-type ``triggers``, ``ignoreBudget``, extra match
+sources, the outlet position and the persona book; and changes three things
+(a budget overflow is final for the whole scan, a dry run applies ``delay``, an
+empty recursion text adds no recursion pass).
 
 Two steps:
 
@@ -16,7 +21,7 @@ from __future__ import annotations
 import math
 import random as random_module
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -25,6 +30,7 @@ from .entries import (
     MAX_SCAN_DEPTH,
     CharacterIdentity,
     InsertionStrategy,
+    MatchSource,
     SelectiveLogic,
     WorldInfoBooks,
     WorldInfoEntry,
@@ -84,10 +90,12 @@ class CompiledWorldInfo:
     entry_by_fingerprint: dict[str, WorldInfoEntry]
     sorted_entries: tuple[WorldInfoEntry, ...]
     delayed_entries: tuple[WorldInfoEntry, ...]
+    scans_sources: bool = False
+    """Whether any entry scans an extra source (otherwise sources are never indexed)."""
 
 
 def sort_entries(books: WorldInfoBooks, strategy: int) -> list[WorldInfoEntry]:
-    """``getSortedEntries``: chat lore first, then global/character lore per strategy, each by order desc."""
+    """``getSortedEntries``: chat lore, persona lore, then global/character lore per strategy, each by order desc."""
 
     def by_order(entries: Iterable[WorldInfoEntry]) -> list[WorldInfoEntry]:
         return sort_by_order_descending(list(entries), lambda entry: entry.order)
@@ -98,7 +106,7 @@ def sort_entries(books: WorldInfoBooks, strategy: int) -> list[WorldInfoEntry]:
         rest = by_order(books.global_lore) + by_order(books.character_lore)
     else:  # evenly, and SillyTavern's fallback for unknown strategies
         rest = by_order([*books.global_lore, *books.character_lore])
-    return by_order(books.chat_lore) + rest
+    return by_order(books.chat_lore) + by_order(books.persona_lore) + rest
 
 
 def compile_world_info(
@@ -178,6 +186,7 @@ def compile_world_info(
         entry_by_fingerprint={fingerprint: compiled[index].entry for fingerprint, index in by_fingerprint.items()},
         sorted_entries=tuple(item.entry for item in compiled),
         delayed_entries=tuple(item.entry for item in compiled if item.entry.delay),
+        scans_sources=any(item.entry.match_sources for item in compiled),
     )
 
 
@@ -220,6 +229,9 @@ class ScanRequest:
     substituted. ``authors_note`` is the note's text when it is inserted this
     generation, ``None`` when it is not. ``forced_activations`` holds
     ``"<world>.<uid>"`` keys activated from outside (e.g. vector search).
+    ``trigger`` is the generation type (see ``generation_trigger``);
+    ``character`` the active character for ``characterFilter`` (``None``: the
+    compiled set's); ``sources`` the texts of the extra match sources.
     """
 
     chat: tuple[str, ...]
@@ -228,6 +240,9 @@ class ScanRequest:
     scan_injections: tuple[str, ...] = ()
     authors_note: str | None = None
     forced_activations: frozenset[str] = field(default_factory=frozenset)
+    trigger: str = "normal"
+    character: CharacterIdentity | None = None
+    sources: Mapping[MatchSource, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,6 +250,10 @@ class ScanDiagnostics:
     budget_tokens: int
     budget_overflow: bool
     scan_loops: int
+    cut_by_budget: tuple[WorldInfoEntry, ...] = ()
+    """Entries that matched but were stopped by the budget (the one that overflowed, and later ones)."""
+    filtered: tuple[tuple[WorldInfoEntry, str], ...] = ()
+    """Entries skipped before their keys were read, with why (trigger, character filter)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,7 +303,12 @@ class _Scan:
         if self.settings.budget_cap > 0 and budget > self.settings.budget_cap:
             budget = self.settings.budget_cap
         self.budget = budget
-        self.buffer = ScanBuffer(world.index, request.chat, request.scan_injections, self.settings.depth)
+        self.buffer = ScanBuffer(
+            world.index, request.chat, request.scan_injections, self.settings.depth,
+            request.sources if world.scans_sources else None,
+        )
+        self.character = request.character if request.character is not None else world.character
+        self.filtered: dict[int, str] = {}
         self.state = ScanState.INITIAL
         levels = list(world.delay_levels)
         # The first delayUntilRecursion level is preset; later ones each get a pass once nothing is pending.
@@ -299,7 +323,11 @@ class _Scan:
     def _depth_of(self, entry: WorldInfoEntry) -> int:
         return entry.scan_depth if entry.scan_depth is not None else self.buffer.depth
 
-    def _key_matches(self, key: PreparedKey, depth: int, with_recursion: bool) -> bool:
+    def _key_matches(
+        self, key: PreparedKey, depth: int, with_recursion: bool, sources: tuple[MatchSource, ...] = ()
+    ) -> bool:
+        if sources and self.buffer.sources:
+            return self._key_matches_with_sources(key, depth, with_recursion, sources)
         kind = key.kind
         if kind == KeyKind.PLAIN:
             return depth > 0 and self.buffer.token_present(key.token, key.whole_word, depth, with_recursion)
@@ -326,9 +354,48 @@ class _Scan:
             whole_words=key.match_whole_words,
         )
 
+    def _key_matches_with_sources(
+        self, key: PreparedKey, depth: int, with_recursion: bool, sources: tuple[MatchSource, ...]
+    ) -> bool:
+        """As ``_key_matches`` for an entry that also scans extra sources (rare: no offset shortcuts)."""
+        kind = key.kind
+        if kind == KeyKind.NEVER:
+            return False
+        if kind == KeyKind.ALWAYS:
+            return True
+        buffer = self.buffer
+        if kind == KeyKind.PLAIN:
+            return depth > 0 and (
+                buffer.token_present(key.token, key.whole_word, depth, with_recursion)
+                or buffer.token_in_sources(key.token, key.whole_word, sources)
+            )
+        if kind == KeyKind.REGEX:
+            assert key.regex is not None
+            if depth > 0 and key.token >= 0 and not (
+                buffer.token_present(key.token, False, depth, with_recursion)
+                or buffer.token_in_sources(key.token, False, sources)
+            ):
+                return False
+            view = buffer.view(depth, with_recursion, sources)
+            cache_key = (id(key.regex), id(view))
+            result = self.regex_results.get(cache_key)
+            if result is None:
+                result = key.regex.test_view(view, 0)
+                self.regex_results[cache_key] = result
+            return result
+        return match_key(
+            buffer.text(depth, with_recursion, sources),
+            key.text,
+            case_sensitive=key.case_sensitive,
+            whole_words=key.match_whole_words,
+        )
+
     def _keys_activate(self, compiled: CompiledEntry) -> bool:
         depth = self._depth_of(compiled.entry)
         with_recursion = self.state != ScanState.MIN_ACTIVATIONS
+        sources = compiled.entry.match_sources
+        if sources:
+            return self._keys_activate_with_sources(compiled, depth, with_recursion, sources)
         if not any(self._key_matches(key, depth, with_recursion) for key in compiled.primary):
             return False
         if not compiled.checks_secondary:
@@ -347,10 +414,34 @@ class _Scan:
             return True
         return logic == SelectiveLogic.AND_ALL and all_match
 
+    def _keys_activate_with_sources(
+        self, compiled: CompiledEntry, depth: int, with_recursion: bool, sources: tuple[MatchSource, ...]
+    ) -> bool:
+        def matches(key: PreparedKey) -> bool:
+            return self._key_matches(key, depth, with_recursion, sources)
+
+        if not any(matches(key) for key in compiled.primary):
+            return False
+        if not compiled.checks_secondary:
+            return True
+        logic = compiled.logic
+        any_match, all_match = False, True
+        for key in compiled.secondary:
+            matched = matches(key)
+            any_match = any_match or matched
+            all_match = all_match and matched
+            if logic == SelectiveLogic.AND_ANY and matched:
+                return True
+            if logic == SelectiveLogic.NOT_ALL and not matched:
+                return True
+        if logic == SelectiveLogic.NOT_ANY and not any_match:
+            return True
+        return logic == SelectiveLogic.AND_ALL and all_match
+
     def _group_score(self, index: int) -> int:
         """``getScore``: raw keys (no macros, no trim) counted on the entry's text."""
         entry = self.world.entries[index].entry
-        text = self.buffer.text(self._depth_of(entry), self.state != ScanState.MIN_ACTIVATIONS)
+        text = self.buffer.text(self._depth_of(entry), self.state != ScanState.MIN_ACTIVATIONS, entry.match_sources)
         case_sensitive = entry.case_sensitive if entry.case_sensitive is not None else self.settings.case_sensitive
         whole_words = (
             entry.match_whole_words if entry.match_whole_words is not None else self.settings.match_whole_words
@@ -377,16 +468,21 @@ class _Scan:
         entry = compiled.entry
         if compiled.never_activate:
             return False
+        if entry.triggers is not None and self.request.trigger not in entry.triggers:
+            self.filtered[compiled.index] = f"not for generation type {self.request.trigger}"
+            return False
         character_filter = entry.character_filter
         if character_filter is not None:
             if character_filter.names:
-                included = self.world.character.file_name in character_filter.names
+                included = self.character.file_name in character_filter.names
                 if included == character_filter.is_exclude:
+                    self.filtered[compiled.index] = "filtered out by character"
                     return False
-            tags = self.world.character.tags
+            tags = self.character.tags
             if character_filter.tags and tags is not None:
                 included = any(tag in character_filter.tags for tag in tags)
                 if included == character_filter.is_exclude:
+                    self.filtered[compiled.index] = "filtered out by character tags"
                     return False
         sticky = self.timed.is_active("sticky", entry)
         if self.timed.is_active("delay", entry):
@@ -423,8 +519,7 @@ class _Scan:
 
     def run(self) -> ScanResult:
         world, settings = self.world, self.settings
-        if not self.request.dry_run:
-            self.timed.check()
+        self.timed.check()  # a dry run applies only delay
         if not world.entries:
             return ScanResult(
                 activated=(),
@@ -436,6 +531,8 @@ class _Scan:
         candidates: set[int] = set(world.always_candidates)
         candidates.update(self._entries_for(self.buffer.initial_tokens()))
         candidates.update(self.forced)
+        if self.buffer.sources:
+            candidates.update(self._entries_for(self.buffer.source_tokens()))
         for fingerprint in self.timed.active_fingerprints("sticky"):
             candidates.add(world.by_fingerprint[fingerprint])
 
@@ -444,6 +541,7 @@ class _Scan:
         failed_probability: set[int] = set()
         all_activated_text = ""
         overflow = False
+        cut: list[int] = []
         count = 0
 
         while self.state != ScanState.NONE:
@@ -481,16 +579,27 @@ class _Scan:
             )
 
             new_content = ""
-            for index in new_entries:
+            # After an overflow only ignoreBudget entries may still activate, in this pass and every later one.
+            ignoring_budget = sum(1 for index in new_entries if world.entries[index].entry.ignore_budget)
+            for position, index in enumerate(new_entries):
                 entry = world.entries[index].entry
+                if entry.ignore_budget:
+                    ignoring_budget -= 1
+                elif overflow:
+                    if ignoring_budget > 0:
+                        cut.append(index)
+                        continue
+                    cut.extend(new_entries[position:])
+                    break
                 if entry.use_probability and entry.probability != 100 and not self.timed.is_active("sticky", entry):
                     if not self.random() * 100 <= entry.probability:
                         failed_probability.add(index)
                         continue
                 new_content += self._substitute_content(index) + "\n"
-                if text_tokens + self.count_tokens(new_content) >= self.budget:
-                    overflow = True  # the first overflow ends the scan; later entries are not tried
-                    break
+                if not entry.ignore_budget and text_tokens + self.count_tokens(new_content) >= self.budget:
+                    overflow = True
+                    cut.append(index)
+                    continue
                 activated.append(index)
                 activated_set.add(index)
 
@@ -524,8 +633,9 @@ class _Scan:
             self.state = next_state
             if self.state != ScanState.NONE:
                 text = "\n".join(self._content_of(index) for index in for_recursion)
-                candidates.update(self._entries_for(self.buffer.add_recursion(text)))
-                all_activated_text = text + "\n" + all_activated_text
+                if text:  # 1.13+: an empty text adds nothing (and so forces no recursion pass)
+                    candidates.update(self._entries_for(self.buffer.add_recursion(text)))
+                    all_activated_text = text + "\n" + all_activated_text
 
         activated_entries = [world.entries[index].entry for index in activated]
         prompt = place_entries(
@@ -541,6 +651,10 @@ class _Scan:
                 budget_tokens=int(self.budget),
                 budget_overflow=overflow,
                 scan_loops=count,
+                cut_by_budget=tuple(
+                    world.entries[index].entry for index in dict.fromkeys(cut) if index not in activated_set
+                ),
+                filtered=tuple((world.entries[index].entry, why) for index, why in sorted(self.filtered.items())),
             ),
         )
 

@@ -101,9 +101,13 @@ class TimedEffectsRun:
         self._active: dict[str, set[str]] = {"sticky": set(), "cooldown": set(), "delay": set()}
 
     def check(self) -> None:
-        """``checkTimedEffects``: expire, drop and apply the stored effects; compute delays."""
-        self._check_kind("sticky")
-        self._check_kind("cooldown")
+        """``checkTimedEffects``: expire, drop and apply the stored effects; compute delays.
+
+        A dry run leaves sticky and cooldown alone but still applies ``delay`` (1.13+).
+        """
+        if not self.dry_run:
+            self._check_kind("sticky")
+            self._check_kind("cooldown")
         for entry in self._delayed:
             if self.chat_length < entry.delay:
                 self._active["delay"].add(entry.fingerprint)
