@@ -17,6 +17,7 @@ from cast.models import (
 )
 from cast.selectors import AttachmentSeen
 from cast.turns import stored_rows_normalise
+from lore_platform.api.inputs import StrictInput
 
 # One choice set per concept, shared with the books API, so the schema names one enum each.
 PROFILE_CHOICES = Profile.choices
@@ -405,7 +406,7 @@ class ToolCallBodyIn(serializers.Serializer):
     function = ToolFunctionIn()
 
 
-class ToolCallIn(serializers.Serializer):
+class ToolCallIn(StrictInput):
     reply_id = serializers.CharField(max_length=120, help_text="The partner app's id of the reply that made the "
                                                                 "call; regenerating it reverts its writes.")
     model = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",

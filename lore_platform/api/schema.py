@@ -55,6 +55,11 @@ def _bound_integers(node: Any) -> None:
 
 
 def error_responses_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    from lore_platform.api.inputs import STRICT_REQUEST_COMPONENTS
+
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name in STRICT_REQUEST_COMPONENTS and component.get("type") == "object":
+            component["additionalProperties"] = False
     _bound_integers(result.get("components", {}).get("schemas", {}))
     _bound_integers(result.get("paths", {}))
     for operations in result.get("paths", {}).values():

@@ -461,3 +461,18 @@ def test_an_entry_deleted_by_hand_does_not_block_reverting_its_reply(tenant_a):
     assert response.status_code == 200 and response.json()["reverted"][0]["state"] == "undone"
     row = _updates(tenant_a, book)[0]
     assert row["entry"] == write["entry"] and row["decided_by"] == "reply_reverted"  # the record stays traceable
+
+
+def test_a_tool_call_body_with_an_unknown_field_is_refused_naming_it(tenant_a, client):
+    # A misspelt field (here ``replyid``) must not be dropped silently, and the schema says so.
+    book = _living(tenant_a)
+    chat, _ = _play(tenant_a, book)
+    response = tenant_a.member_client.post(f"/api/v1/chats/{chat}/tool-calls", {
+        "reply_id": "r1", "replyid": "r2",
+        "tool_call": {"id": "c1", "type": "function", "function": {"name": "lore_create", "arguments": "{}"}},
+    }, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["field"] == "replyid"
+    assert LoreWrite.objects.for_tenant(tenant_a.tenant).count() == 0
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert schema["components"]["schemas"]["ToolCallInRequest"]["additionalProperties"] is False
