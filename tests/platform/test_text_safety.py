@@ -33,13 +33,24 @@ def _post_raw(client, url: str, body: str):
     return client.post(url, data=body, content_type="application/json")
 
 
+FOURTH_MESSAGE_BAD = (
+    '{"messages": [{"role": "user", "text": "a"}, {"role": "user", "text": "b"}, '
+    '{"role": "user", "text": "c"}, {"role": "user", "text": "\\udfff"}]}'
+)
+
+
+def _entry(raw: str) -> str:
+    """An entry body: a valid title and lore, then ``raw`` (members written with JSON escapes)."""
+    return json.dumps({"title": "Varn", "content": SMART_LORE})[:-1] + ", " + raw + "}"
+
+
 def _server_book(setup) -> Book:
     return make_book(setup, owner=None, profile=Profile.SMART, title="Server lore")
 
 
 def test_a_lone_surrogate_as_a_key_in_extra_is_refused_naming_the_path(tenant_a):
     book = _server_book(tenant_a)
-    body = '{"title": "Varn", "content": "%s", "extra": {"\\udc00": 1}}' % SMART_LORE
+    body = _entry('"extra": {"\\udc00": 1}')
     response = _post_raw(tenant_a.admin_client, f"/api/v1/books/{book.pk}/entries", body)
     assert response.status_code == 400, response.content
     error = response.json()["error"]
@@ -55,13 +66,11 @@ def test_a_lone_surrogate_as_a_key_in_extra_is_refused_naming_the_path(tenant_a)
 @pytest.mark.parametrize(
     ("url", "body", "field"),
     [
-        ("entries", '{"title": "Varn", "content": "%s", "extra": {"a": {"b": [1, "x\\u0000y"]}}}' % SMART_LORE,
-         "extra.a.b[1]"),
-        ("entries", '{"title": "Varn", "content": "%s", "keys": ["ok", "\\ud800"]}' % SMART_LORE, "keys[1]"),
+        ("entries", _entry('"extra": {"a": {"b": [1, "x\\u0000y"]}}'), "extra.a.b[1]"),
+        ("entries", _entry('"keys": ["ok", "\\ud800"]'), "keys[1]"),
         ("books", '{"title": "Tagged", "tags": ["fine", "bad\\u0000"]}', "tags[1]"),
         ("books", '{"title": "T\\u0000itle"}', "title"),
-        ("context", '{"messages": [{"role": "user", "text": "a"}, {"role": "user", "text": "b"},'
-                    ' {"role": "user", "text": "c"}, {"role": "user", "text": "\\udfff"}]}', "messages[3].text"),
+        ("context", FOURTH_MESSAGE_BAD, "messages[3].text"),
         ("context", '{"messages": [{"role": "user", "text": "hi"}], "channel": {"id": "\\u0000"}}', "channel.id"),
     ],
 )
@@ -79,7 +88,7 @@ def test_nul_and_lone_surrogates_are_refused_wherever_they_sit(tenant_a, url, bo
 
 def test_an_escaped_surrogate_pair_is_text_and_accepted(tenant_a):
     book = _server_book(tenant_a)
-    body = '{"title": "Varn \\ud83d\\ude00", "content": "%s", "extra": {"\\ud83d\\ude00": "ok"}}' % SMART_LORE
+    body = '{"title": "Varn \\ud83d\\ude00", "content": "' + SMART_LORE + '", "extra": {"\\ud83d\\ude00": "ok"}}'
     response = _post_raw(tenant_a.admin_client, f"/api/v1/books/{book.pk}/entries", body)
     assert response.status_code == 201, response.content
     entry = Entry.objects.for_tenant(tenant_a.tenant).get()
@@ -107,7 +116,7 @@ def _poison(setup) -> tuple[Book, Entry]:
 
 @sqlite_only
 def test_one_bad_row_does_not_fail_the_listing_the_export_or_the_backup(tenant_a, tenant_b):
-    book, bad = _poison(tenant_a)
+    book, _bad = _poison(tenant_a)
     client = tenant_a.admin_client
     listing = client.get(f"/api/v1/books/{book.pk}/entries")
     assert listing.status_code == 200, listing.content
