@@ -5,31 +5,33 @@ import errno
 from collections import namedtuple
 
 import pytest
-from django.db import OperationalError
+from django.conf import settings
+from django.db import OperationalError, connection
 
 from books.api.views import BookViewSet
-from books.models import Book
+from books.models import Book, Entry
+from tests.books.factories import make_book
 
 pytestmark = pytest.mark.django_db
 
 
-class _DiskFull(Exception):
-    """What psycopg raises for SQLSTATE 53100 (errors.DiskFull), as Django's OperationalError wraps it."""
-
-    sqlstate = "53100"
+def _wrapped(cause: Exception) -> OperationalError:
+    """As Django's database error wrapper raises a driver's error: its own class, the driver's as cause."""
+    wrapped = OperationalError(*cause.args)
+    wrapped.__cause__ = cause
+    return wrapped
 
 
 def _sqlite_full():
-    return OperationalError("database or disk is full")
+    import sqlite3
+
+    return _wrapped(sqlite3.OperationalError("database or disk is full"))
 
 
 def _postgres_full():
-    try:
-        raise _DiskFull('could not extend file "base/16384/2619": No space left on device')
-    except _DiskFull as cause:
-        wrapped = OperationalError("could not extend file")
-        wrapped.__cause__ = cause
-        return wrapped
+    from psycopg import errors  # SQLSTATE 53100
+
+    return _wrapped(errors.DiskFull('could not extend file "base/16384/2619": wrote only 4096 of 8192 bytes'))
 
 
 @pytest.mark.parametrize("debug", [True, False])
@@ -105,3 +107,24 @@ def test_healthz_with_room_on_disk_is_ok(client, monkeypatch, settings):
     monkeypatch.setattr(health.shutil, "disk_usage", lambda path: Usage(10 * 1024**3, 1024**3, 9 * 1024**3))
     body = client.get("/healthz").json()
     assert body["status"] == "ok" and body["degraded"] == [] and body["checks"]["disk"]["ok"] is True
+
+
+@pytest.mark.skipif(settings.DATABASE_IS_POSTGRES, reason="SQLite's page cap stands in for a full disk")
+def test_sqlite_really_full_is_a_507_and_nothing_half_written(tenant_a):
+    """No mock: SQLite capped at the pages it has answers SQLITE_FULL ("database or disk is full")."""
+    book = make_book(tenant_a, owner=None, profile="smart", title="Server lore")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA page_count")
+        (pages,) = cursor.fetchone()
+        cursor.execute("PRAGMA max_page_count")
+        (cap,) = cursor.fetchone()
+        cursor.execute(f"PRAGMA max_page_count = {pages}")
+    try:
+        body = {"title": "Varn", "content": "The river city of Varn. " * 800}  # overflow pages: the file must grow
+        response = tenant_a.admin_client.post(f"/api/v1/books/{book.pk}/entries", body, format="json")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA max_page_count = {cap}")
+    assert response.status_code == 507, response.content
+    assert response.json()["error"]["code"] == "storage_full"
+    assert not Entry.objects.for_tenant(tenant_a.tenant).exists()
