@@ -20,6 +20,8 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from lore_platform.text import TEXT_RULE
+
 logger = logging.getLogger("lore_platform.api")
 
 JSON_PREFIXES = ("/api/v1/", "/api/schema", "/healthz")
@@ -110,6 +112,23 @@ def database_error_json(request: HttpRequest, exc: BaseException) -> JsonRespons
     return database_unavailable_json(request, exc)
 
 
+def _query_text_refused(request: HttpRequest) -> JsonResponse | None:
+    """A query parameter holding NUL (``%00``; a URL cannot carry a lone surrogate: Django decodes it as
+    U+FFFD) is a 400 naming it, as the body parser refuses one in a body (P-6): PostgreSQL refuses NUL
+    in any string it is sent, so a filter holding one would otherwise be a 500."""
+    for name, values in request.GET.lists():
+        for value in (name, *values):
+            if "\x00" in value:
+                field = f"query.{name.replace(chr(0), '')}" if value != name else "query.<name>"
+                return error_json(
+                    400, request, code="invalid_text", field=field, rule=TEXT_RULE,
+                    message=f"{field} contains a NUL character (U+0000), which is not storable text; remove it "
+                            f"({TEXT_RULE}).",
+                    details={"character": "U+0000", "position": value.index("\x00")},
+                )
+    return None
+
+
 def _is_json(response: HttpResponse) -> bool:
     return (response.get("Content-Type") or "").startswith("application/json")
 
@@ -122,7 +141,8 @@ class ApiErrorMiddleware:
         if not request.path_info.startswith(ERROR_PREFIXES):
             return self.get_response(request)
         request.request_id = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        refused = _query_text_refused(request)
+        response = refused or self.get_response(request)
         if response.status_code >= 400 and not _is_json(response):
             response = self._as_json(request, response)
         response["X-Request-Id"] = request_id_of(request)

@@ -170,3 +170,13 @@ def test_text_repair_finds_and_repairs_rows_stored_before(tenant_a):
     again = StringIO()
     call_command("text_repair", "--json", stdout=again)
     assert json.loads(again.getvalue())["rows"] == 0  # nothing left
+
+
+def test_a_nul_in_a_query_parameter_is_refused_naming_it(tenant_a):
+    book = _server_book(tenant_a)
+    response = tenant_a.admin_client.get(f"/api/v1/books/{book.pk}/entries?q=sa%00lt")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert (error["code"], error["field"], error["rule"]) == ("invalid_text", "query.q", "P-6")
+    assert response["X-Request-Id"]
+    assert tenant_a.admin_client.get(f"/api/v1/books/{book.pk}/entries?q=salt").status_code == 200
