@@ -165,5 +165,15 @@ class JSONBodyParser(JSONParser):
         return data
 
 
+def form_fields_check(data: Any) -> None:
+    """The text fields of a multipart body (an import's title, mode …), checked as a JSON body's strings
+    are: NUL is refused naming the field (a lone surrogate cannot arrive: Django decodes multipart
+    text with U+FFFD for what is not UTF-8)."""
+    for name, values in data.lists():
+        for value in (name, *values):
+            if isinstance(value, str) and UNSTORABLE.search(value):
+                raise text_refused({name: values[0] if len(values) == 1 else values}, "")
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")

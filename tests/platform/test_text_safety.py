@@ -180,3 +180,54 @@ def test_a_nul_in_a_query_parameter_is_refused_naming_it(tenant_a):
     assert (error["code"], error["field"], error["rule"]) == ("invalid_text", "query.q", "P-6")
     assert response["X-Request-Id"]
     assert tenant_a.admin_client.get(f"/api/v1/books/{book.pk}/entries?q=salt").status_code == 200
+
+
+def _api_views():
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                view = getattr(pattern.callback, "cls", None) or getattr(pattern.callback, "view_class", None)
+                if view is not None and (prefix + str(pattern.pattern)).startswith("api/v1/"):
+                    yield prefix + str(pattern.pattern), view
+
+    return list(walk(get_resolver().url_patterns))
+
+
+def test_every_api_body_goes_through_the_checking_parsers():
+    """No endpoint parses JSON past the text check (jobs and living-world actions used DRF's own parser)."""
+    from books.api.io_views import CappedMultiPartParser
+    from lore_platform.api.parsers import JSONBodyParser
+
+    views = _api_views()
+    assert len(views) > 40
+    unchecked = sorted(
+        {f"{route} {view.__name__}: {parser.__name__}" for route, view in views for parser in view.parser_classes
+         if not issubclass(parser, (JSONBodyParser, CappedMultiPartParser))}
+    )
+    assert unchecked == []
+
+
+def test_a_nul_in_a_multipart_field_is_refused_naming_it(tenant_a):
+    from io import BytesIO
+
+    upload = BytesIO(json.dumps({"entries": {"0": {"uid": 0, "key": ["bell"], "content": SMART_LORE}}}).encode())
+    upload.name = "bells.json"
+    response = tenant_a.member_client.post(
+        "/api/v1/books/import", {"file": upload, "profile": "smart", "title": "Be\x00lls"}, format="multipart"
+    )
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert (error["code"], error["field"], error["rule"]) == ("invalid_text", "title", "P-6")
+    assert not Book.objects.for_tenant(tenant_a.tenant).exists()
+
+
+def test_a_job_body_is_checked_too(tenant_a):
+    body = '{"description": "A salt city on a delta \\u0000 with its guilds and bells.", "profile": "smart"}'
+    response = _post_raw(tenant_a.admin_client, "/api/v1/jobs/generate", body)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert (error["code"], error["field"], error["rule"]) == ("invalid_text", "description", "P-6")
