@@ -16,9 +16,9 @@ from books import living
 from books.models import Book, LoreWrite
 from cast.models import Chat
 from cast.selectors import chat_books_gather, chat_get
-from lore_platform.errors import DomainError, PermissionDenied, Term, ValidationFailed
+from lore_platform.errors import DomainError, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
-from lore_platform.text import TEXT_RULE, text_problem
+from lore_platform.text import text_check
 
 
 def chat_living_books(chat: Chat, books: list[Book]) -> list[Book]:
@@ -58,11 +58,7 @@ def _arguments(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValidationFailed("The tool arguments are a JSON object.", field="arguments")
     # A JSON string inside the checked body: its own escapes can carry NUL or a lone surrogate.
-    bad = text_problem(raw, "arguments")
-    if bad is not None:
-        raise ValidationFailed("{where} contains {what}, which is not storable text ({rule}).",
-                               values={"where": bad.path, "what": Term(bad.what), "rule": TEXT_RULE},
-                               field=bad.path, rule=TEXT_RULE, details={"character": bad.character})
+    text_check(raw, "arguments")
     return raw
 
 

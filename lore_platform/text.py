@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lore_platform.errors import Term, ValidationFailed
+
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -88,6 +90,22 @@ def text_problem(value: Any, path: str = "", *, dotted_indexes: bool = False) ->
             stack.extend(reversed([(inner, child_path(where, index, dotted_indexes=dotted_indexes))
                                    for index, inner in enumerate(item)]))
     return None
+
+
+def text_check(value: Any, path: str, *, rule: str = TEXT_RULE) -> None:
+    """Refuse (400, naming ``path`` and the rule) a value holding NUL or an unpaired surrogate anywhere.
+
+    For the services' own writes (pages, accepted job drafts, tool calls): the API's parser has
+    already refused such a body, so this names what reached a service by another door.
+    """
+    bad = text_problem(value, path)
+    if bad is not None:
+        details: dict[str, Any] = {"character": bad.character, "position": bad.position}
+        if bad.key is not None:
+            details["key"] = bad.key
+        raise ValidationFailed("{where} contains {what}, which is not storable text ({rule}).",
+                               values={"where": bad.path, "what": Term(bad.what), "rule": rule},
+                               field=bad.path, rule=rule, details=details)
 
 
 def text_clean(text: str) -> str:

@@ -231,3 +231,28 @@ def test_a_job_body_is_checked_too(tenant_a):
     assert response.status_code == 400, response.content
     error = response.json()["error"]
     assert (error["code"], error["field"], error["rule"]) == ("invalid_text", "description", "P-6")
+
+
+def test_the_services_refuse_it_too_whatever_door_it_came_by(tenant_a):
+    """Pages, accepted drafts and tool calls reach the services without the API's parser: they check it."""
+    from books.services.book_write import book_update
+    from books.services.entry_write import entry_create
+    from lore_platform.errors import ValidationFailed
+
+    book = _server_book(tenant_a)
+    actor = admin_actor(tenant_a)
+    cases = [
+        (lambda: entry_create(actor=actor, book=book, title="Varn", content=SMART_LORE, extra={"a": ["\udc00"]}),
+         "extra.a[0]"),
+        (lambda: entry_create(actor=actor, book=book, title="Va\x00rn", content=SMART_LORE), "title"),
+        (lambda: entry_create(actor=actor, book=book, title="Varn", content=SMART_LORE, keys=["ok", "b\x00"]),
+         "keys[1]"),
+        (lambda: book_update(actor=actor, book=book, tags=["\ud800"]), "tags[0]"),
+    ]
+    for call, field in cases:
+        with pytest.raises(ValidationFailed) as refused:
+            call()
+        assert (refused.value.field, refused.value.rule) == (field, "P-6")
+    assert not Entry.objects.for_tenant(tenant_a.tenant).exists()
+    book.refresh_from_db()
+    assert book.tags == []
