@@ -107,7 +107,8 @@ ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's, repairing text stored before the text check so one row never fails a page (issue 26).
+        "BACKEND": "web.templating.RepairingTemplates",
         "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {

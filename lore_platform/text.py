@@ -48,6 +48,21 @@ class BadText:
         return "a NUL character" if self.nul else "an unpaired UTF-16 surrogate"
 
 
+def unstorable_in(text: str) -> bool:
+    """Does ``text`` hold NUL or an unpaired surrogate? Fast: a C scan for NUL; only a non-ASCII
+    string can hold a surrogate, and the UTF-8 encoder finds one at C speed (a regex over the
+    character class is several times slower, measured on a 200 KB page)."""
+    if "\x00" in text:
+        return True
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def child_path(parent: str, key: str | int, *, dotted_indexes: bool = False) -> str:
     if isinstance(key, int) and not dotted_indexes:
         return f"{parent}[{key}]"
@@ -60,6 +75,8 @@ def escaped(text: str) -> str:
 
 
 def _bad(text: str, path: str, key: bool) -> BadText | None:
+    if not unstorable_in(text):
+        return None
     match = UNSTORABLE.search(text)
     if match is None:
         return None
@@ -109,8 +126,8 @@ def text_check(value: Any, path: str, *, rule: str = TEXT_RULE) -> None:
 
 
 def text_clean(text: str) -> str:
-    """``text`` with unpaired surrogates replaced by U+FFFD and NUL dropped."""
-    if UNSTORABLE.search(text) is None:
+    """``text`` with unpaired surrogates replaced by U+FFFD and NUL dropped (``text`` itself when clean)."""
+    if not unstorable_in(text):
         return text
     return _SURROGATES.sub(REPLACEMENT, text.replace("\x00", ""))
 

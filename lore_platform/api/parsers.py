@@ -29,7 +29,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from lore_platform.errors import PayloadTooLarge
-from lore_platform.text import TEXT_RULE, UNSTORABLE, text_problem
+from lore_platform.text import TEXT_RULE, text_problem, unstorable_in
 
 JSON_BODY_BYTES = 16 * 1024 * 1024
 JSON_MAX_DEPTH = 32
@@ -58,7 +58,7 @@ def _path(parent: str, key: str | int) -> str:
 def json_body_check(data: Any) -> None:
     """Refuse nesting beyond ``JSON_MAX_DEPTH``, integers beyond 64 bits and text that is not text; one walk."""
     if isinstance(data, str):
-        if UNSTORABLE.search(data):
+        if unstorable_in(data):
             raise text_refused(data, "")
         return
     stack: list[tuple[Any, int, str]] = [(data, 1, "")]
@@ -88,13 +88,13 @@ def json_body_check(data: Any) -> None:
             if depth > JSON_MAX_DEPTH:
                 raise _too_deep()
             children = value.values() if isinstance(value, dict) else value
-            # The keys and string children of one container in one regex pass over their join (the
-            # join keeps every code point, so it finds exactly what a search of each would): 100,000
-            # tags cost milliseconds. Only a refusal walks again, to name the path.
+            # The keys and string children of one container in one scan of their join (the join
+            # keeps every code point, so it finds exactly what a scan of each would): 100,000 tags
+            # cost milliseconds. Only a refusal walks again, to name the path.
             texts = [child for child in children if type(child) is str]
             if isinstance(value, dict):
                 texts.extend(value)
-            if texts and UNSTORABLE.search("".join(texts)):
+            if texts and unstorable_in("".join(texts)):
                 raise text_refused(value, path)
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, child in items:
@@ -171,7 +171,7 @@ def form_fields_check(data: Any) -> None:
     text with U+FFFD for what is not UTF-8)."""
     for name, values in data.lists():
         for value in (name, *values):
-            if isinstance(value, str) and UNSTORABLE.search(value):
+            if isinstance(value, str) and unstorable_in(value):
                 raise text_refused({name: values[0] if len(values) == 1 else values}, "")
 
 
