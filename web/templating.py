@@ -10,30 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.template.backends.django import DjangoTemplates
-from django.utils.safestring import SafeString, mark_safe
+from django.template.backends.django import DjangoTemplates, Template
+from django.utils.safestring import mark_safe
 
 from lore_platform.text import text_clean
 
 
-class RepairingTemplate:
-    """A Django backend template whose ``render`` returns storable, encodable text."""
+class RepairingTemplate(Template):
+    """A Django backend template whose ``render`` returns text UTF-8 can encode."""
 
-    def __init__(self, template: Any) -> None:
-        self.template = template
-
-    def __getattr__(self, name: str) -> Any:  # origin, template … as the wrapped one has them
-        return getattr(self.template, name)
-
-    def render(self, context: Any = None, request: Any = None) -> SafeString:
-        rendered = self.template.render(context, request)
+    def render(self, context: Any = None, request: Any = None) -> str:
+        rendered = super().render(context, request)
         cleaned = text_clean(rendered)
-        return rendered if cleaned is rendered else mark_safe(cleaned)  # noqa: S308 - rendered, escaped HTML
+        # Safe: the template already escaped it; only lone surrogates and NUL were replaced or dropped.
+        return rendered if cleaned is rendered else mark_safe(cleaned)
 
 
 class RepairingTemplates(DjangoTemplates):
     def from_string(self, template_code: str) -> RepairingTemplate:
-        return RepairingTemplate(super().from_string(template_code))
+        return RepairingTemplate(super().from_string(template_code).template, self)
 
     def get_template(self, template_name: str) -> RepairingTemplate:
-        return RepairingTemplate(super().get_template(template_name))
+        return RepairingTemplate(super().get_template(template_name).template, self)
