@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -25,7 +26,7 @@ class SignInView(LoginView):
     authentication_form = SignInForm
     redirect_authenticated_user = True
 
-    def form_invalid(self, form: SignInForm) -> HttpResponse:
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         # A refused sign-in is no success (issue 26, point 7): the form again, as a 422.
         response = super().form_invalid(form)
         response.status_code = FORM_REFUSED_STATUS
