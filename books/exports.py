@@ -24,6 +24,7 @@ The tenant's full backup and restore sit above every app they save, in
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -42,6 +43,7 @@ from books.formats import (
     export_book,
     write_native,
 )
+from books.formats.model import book_text_repaired
 from books.models import Book, Entry, Lineage, Profile
 from lore_platform.errors import (
     NotFound,
@@ -67,6 +69,8 @@ SUFFIXES = {
     "card-v2-png": ".png",
     "native": ".loreweave.json",
 }
+logger = logging.getLogger("books.exports")
+
 _UNSAFE_FILENAME = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]+')
 
 
@@ -120,7 +124,7 @@ def book_as_imported(
     """
     if entries is None:
         entries = Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id")
-    return ImportedBook(
+    imported = ImportedBook(
         name=book.title,
         description=book.description,
         settings=BookSettings(
@@ -135,6 +139,12 @@ def book_as_imported(
         source_format="loreweave",
         collection=_collection(book) if with_collection else None,
     )
+    # A row stored before the text check (issue 26) is written repaired, never fails the whole file.
+    imported, repaired = book_text_repaired(imported)
+    if repaired:
+        logger.warning("book %s: %d stored values hold NUL or an unpaired surrogate, exported repaired; "
+                       "run `manage.py text_repair`", book.pk, repaired)
+    return imported
 
 
 def lineages_native(tenant: Tenant, lineage_ids: Sequence[int] | None = None) -> tuple[NativeLineage, ...]:

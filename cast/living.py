@@ -18,6 +18,7 @@ from cast.models import Chat
 from cast.selectors import chat_books_gather, chat_get
 from lore_platform.errors import DomainError, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
+from lore_platform.text import text_check
 
 
 def chat_living_books(chat: Chat, books: list[Book]) -> list[Book]:
@@ -56,6 +57,8 @@ def _arguments(raw: Any) -> dict[str, Any]:
             raise ValidationFailed("The tool arguments are not valid JSON.", field="arguments") from None
     if not isinstance(raw, dict):
         raise ValidationFailed("The tool arguments are a JSON object.", field="arguments")
+    # A JSON string inside the checked body: its own escapes can carry NUL or a lone surrogate.
+    text_check(raw, "arguments")
     return raw
 
 

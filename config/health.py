@@ -1,6 +1,15 @@
-"""``/healthz``: is each part of the stack this deployment uses answering?"""
+"""``/healthz``: is each part of the stack this deployment uses answering?
+
+``down`` parts (database, vector, broker) make it a 503. ``degraded`` parts
+still serve but need the operator: the data directory's free space under
+``HEALTH_MIN_FREE_BYTES`` (issue 26, point 7) answers 200 with ``"status":
+"degraded"`` — reads still work and restarting would not free a byte, so a
+probe must not kill the process, but monitoring sees it before writes start
+failing with 507.
+"""
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 from django.conf import settings
@@ -49,10 +58,32 @@ def _check_broker() -> dict[str, Any]:
         return {"ok": False, "mode": "broker", "error": str(exc)[:200]}
 
 
+def _check_disk() -> dict[str, Any]:
+    path = settings.DATA_DIR
+    minimum = settings.HEALTH_MIN_FREE_BYTES
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError as exc:
+        return {"ok": False, "path": str(path), "error": str(exc)[:200]}
+    result: dict[str, Any] = {"ok": usage.free >= minimum, "path": str(path), "free_bytes": usage.free,
+                              "total_bytes": usage.total, "min_free_bytes": minimum}
+    if not result["ok"]:
+        result["error"] = f"{usage.free:,} bytes free in the data directory; the threshold is {minimum:,}"
+    return result
+
+
+# Parts whose failure degrades the service instead of taking it down.
+DEGRADING = ("disk",)
+
+
 def health_status() -> tuple[bool, dict[str, Any]]:
-    checks = {"database": _check_database(), "vector": _check_vector(), "broker": _check_broker()}
-    down = [name for name, result in checks.items() if not result["ok"]]
-    return not down, {"status": "ok" if not down else "unavailable", "down": down, "checks": checks}
+    checks = {"database": _check_database(), "vector": _check_vector(), "broker": _check_broker(),
+              "disk": _check_disk()}
+    failing = [name for name, result in checks.items() if not result["ok"]]
+    down = [name for name in failing if name not in DEGRADING]
+    degraded = [name for name in failing if name in DEGRADING]
+    status = "unavailable" if down else "degraded" if degraded else "ok"
+    return not down, {"status": status, "down": down, "degraded": degraded, "checks": checks}
 
 
 @csrf_exempt  # probes carry no token: another method is a 405, not a CSRF 403

@@ -107,7 +107,8 @@ ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's, repairing text stored before the text check so one row never fails a page (issue 26).
+        "BACKEND": "web.templating.RepairingTemplates",
         "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
@@ -152,6 +153,8 @@ else:
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
+# /healthz reports "degraded" when the data directory has less free space than this (issue 26, point 7).
+HEALTH_MIN_FREE_BYTES = _env_int("LOREWEAVE_HEALTH_MIN_FREE_MB", 512) * 1024 * 1024
 DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis", "lore_platform.postgres"))
 
 # Vector search: pgvector on PostgreSQL, an in-process index on SQLite.

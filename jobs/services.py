@@ -38,6 +38,7 @@ from jobs.models import ACTIVE_STATES, FINAL_STATES, Job, JobKind, JobState, Ten
 from jobs.selectors import model_config_for
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
+from lore_platform.text import text_clean, text_repair
 
 DETERMINISTIC = "deterministic"
 
@@ -270,7 +271,9 @@ def _ask(job: Job, client: LlmClient, key: str, messages: list[dict[str, str]], 
     if stored is not None:
         return dict(stored)
     completion: Completion = client.complete(messages, schema=prompts.ENTRIES_SCHEMA, schema_name="entries")
-    stored = {"text": completion.text, "finish_reason": completion.finish_reason, "usage": completion.usage.as_dict()}
+    # What the model said is no caller's input to refuse: NUL or a lone surrogate in it is repaired
+    # (U+FFFD), so the draft can be stored (PostgreSQL's jsonb takes neither) and accepted.
+    stored = {"text": text_clean(completion.text), "finish_reason": completion.finish_reason, "usage": completion.usage.as_dict()}
     job.chunks = {**job.chunks, key: stored}
     job.progress = min(99, progress)
     updated = Job.objects.for_tenant(job.tenant).filter(pk=job.pk, state=JobState.RUNNING).update(
@@ -341,6 +344,7 @@ def draft_entry_refusal(raw: Any, index: int) -> tuple[dict[str, Any] | None, Va
 def _read_entries(stored: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
     """The raw entries of an answer, and remarks (a cut-off last item)."""
     value, cut = parse_json(stored.get("text") or "", truncated=stored.get("finish_reason") == "length")
+    value = text_repair(value)  # the answer's own JSON escapes can carry NUL or a lone surrogate too
     items = value.get("entries") if isinstance(value, dict) else value
     if not isinstance(items, list):
         raise NotJson('The model\'s JSON has no "entries" list.')

@@ -6,6 +6,10 @@ the one error body (``lore_platform.api.middleware.database_unavailable_json``),
 whatever ``DEBUG`` says, on every path (pages too). Nothing is cached about the
 outage: Django opens a new connection on the next request, so the API recovers
 as soon as the database does, with no restart.
+
+A full disk is not an outage: SQLite's "database or disk is full", PostgreSQL's
+``DiskFull`` (SQLSTATE 53100) or the OS's ENOSPC on a file write answer 507
+``storage_full`` saying so (issue 26, point 7), not "try again shortly".
 """
 from __future__ import annotations
 
@@ -14,7 +18,11 @@ from collections.abc import Callable
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 
-from lore_platform.api.middleware import database_unavailable_json
+from lore_platform.api.middleware import (
+    database_error_json,
+    is_disk_full,
+    storage_full_json,
+)
 
 DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 
@@ -29,9 +37,11 @@ class DatabaseUnavailableMiddleware:
         try:
             return self.get_response(request)
         except DATABASE_ERRORS as exc:  # raised by a middleware below (views go through process_exception)
-            return database_unavailable_json(request, exc)
+            return database_error_json(request, exc)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, DATABASE_ERRORS):
-            return database_unavailable_json(request, exception)
+            return database_error_json(request, exception)
+        if is_disk_full(exception):  # a file write (import, static, broker queue) on a full disk, pages too
+            return storage_full_json(request, exception)
         return None

@@ -97,6 +97,21 @@ class Refused:
         return self.error.status if self.error is not None else 200
 
 
+# A page that shows a form again because its input was refused is no success: 422 (issue 26,
+# point 7), so scripts, tests and browsers' tools see the refusal, not a 200.
+FORM_REFUSED_STATUS = 422
+
+
+def form_page_status(*bound: forms.Form | None, refused: Refused | None = None) -> int:
+    """The status of a page showing its forms again: a service's refusal answers its own status (as
+    the API does), a form's own errors 422, and a page with nothing refused 200."""
+    if refused:
+        return refused.status
+    if any(form is not None and form.is_bound and form.errors for form in bound):
+        return FORM_REFUSED_STATUS
+    return 200
+
+
 @contextmanager
 def refusal_caught(*, reraise: Collection[int] = ()) -> Iterator[Refused]:
     """Catch a service's refusal for the page to show its own way; the statuses in ``reraise`` go

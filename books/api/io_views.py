@@ -36,6 +36,7 @@ from books.formats import EXPORT_FORMATS, current_limits
 from books.lineages import lineage_get
 from books.selectors import book_entry_count
 from lore_platform.api.base import TenantAPIView
+from lore_platform.api.parsers import form_fields_check
 from lore_platform.errors import PayloadTooLarge
 
 # Room for the multipart envelope and the form fields next to the file.
@@ -80,7 +81,9 @@ class CappedMultiPartParser(MultiPartParser):
                 rule="I-3",
                 details={"size": length, "limit": cap},
             )
-        return super().parse(stream, media_type, parser_context)
+        parsed = super().parse(stream, media_type, parser_context)
+        form_fields_check(parsed.data)  # NUL in a text field: 400 naming it, before any service
+        return parsed
 
 
 class IgnoreFormatParamNegotiation(DefaultContentNegotiation):

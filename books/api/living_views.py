@@ -5,7 +5,6 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,6 +14,7 @@ from books.api.views import ERRORS, READ_ERRORS, _parse
 from books.models import LoreWrite
 from lore_platform.api.base import TenantAPIView
 from lore_platform.api.pagination import Pagination, page_of
+from lore_platform.api.parsers import JSONBodyParser
 
 
 class LoreWriteOut(serializers.Serializer):
@@ -74,7 +74,7 @@ class AiUpdatesView(TenantAPIView):
 
 
 class _WriteActionView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     def _out(self, write: LoreWrite) -> Response:
         return Response(LoreWriteOut(write).data)

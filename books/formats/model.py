@@ -32,14 +32,15 @@ so a book survives any chain of conversions.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from books.fields import ENTRY_DEFAULTS as D
 from books.fields import PLACEMENTS, ROLES, SECONDARY_LOGICS  # noqa: F401 - re-exported for the formats
 from lore_platform.errors import Term, ValidationFailed
+from lore_platform.text import text_problem, text_repair
+
 PROFILES = ("classic", "server", "smart", "sillytavern")
 SCOPES = ("personal", "server", "persona")
 VISIBILITIES = ("private", "unlisted", "public")
@@ -196,28 +197,15 @@ def plain_json(value: Any) -> Any:
     return value
 
 
-# Text no database column can hold (NUL) and that is not Unicode text at all (lone surrogates,
-# which JSON's "\\ud800" escapes can carry and no UTF-8 file can).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
 def text_check(value: Any, path: str) -> None:
-    """Refuse text no database column can hold, naming where it sits in the file."""
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, str):
-            match = _UNSTORABLE.search(item)
-            if match:
-                what = Term("a NUL character") if match.group() == "\x00" else Term("an unpaired UTF-16 surrogate")
-                raise ValidationFailed("{where} contains {what}, which is not text (I-1)",
-                                       values={"where": where, "what": what}, field=where, rule="I-1")
-        elif isinstance(item, Mapping):
-            for key, inner in item.items():
-                stack.append((str(key), f"{where}.<key>"))
-                stack.append((inner, f"{where}.{key}"))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((inner, f"{where}.{index}") for index, inner in enumerate(item))
+    """Refuse text no database column can hold, naming where it sits in the file (the API's check, I-1)."""
+    bad = text_problem(value, path, dotted_indexes=True)
+    if bad is not None:
+        what = Term("a NUL character") if bad.nul else Term("an unpaired UTF-16 surrogate")
+        raise ValidationFailed("{where} contains {what}, which is not text (I-1)",
+                               values={"where": bad.path, "what": what}, field=bad.path, rule="I-1",
+                               details={"character": bad.character, "position": bad.position,
+                                        **({"key": bad.key} if bad.key is not None else {})})
 
 
 def book_text_check(book: ImportedBook) -> None:
@@ -230,3 +218,32 @@ def book_text_check(book: ImportedBook) -> None:
     for index, entry in enumerate(book.entries):
         for item in fields(entry):
             text_check(getattr(entry, item.name), f"entries.{index}.{item.name}")
+
+
+def book_text_repaired(book: ImportedBook) -> tuple[ImportedBook, int]:
+    """``book`` with every string cleaned (U+FFFD for a lone surrogate, NUL dropped) and how many fields changed.
+
+    For rows stored before the text check (issue 26): a file written from them
+    is then valid UTF-8 that re-imports, instead of failing the whole export.
+    """
+    changed = 0
+
+    def repaired(value: Any) -> Any:
+        nonlocal changed
+        if is_dataclass(value) and not isinstance(value, type):
+            changes = {}
+            for item in fields(value):
+                old = getattr(value, item.name)
+                new = repaired(old)
+                if new is not old:
+                    changes[item.name] = new
+            return replace(value, **changes) if changes else value
+        if isinstance(value, tuple) and any(is_dataclass(inner) for inner in value):
+            items = tuple(repaired(inner) for inner in value)
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        new = text_repair(value)
+        if new is not value:
+            changed += 1
+        return new
+
+    return repaired(book), changed

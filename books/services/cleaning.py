@@ -17,6 +17,7 @@ from books.models import (
     Visibility,
 )
 from lore_platform.errors import ValidationFailed
+from lore_platform.text import text_check
 
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -54,6 +55,7 @@ def field_refusal(
 def _as_text(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise field_refusal("Must be text.", field)
+    text_check(value, field)  # NUL or a lone surrogate: no column stores it, no encoder writes it (P-6)
     return value
 
 
@@ -81,6 +83,7 @@ def _as_str_list(value: Any, field: str, *, dedupe: bool = False) -> list[str]:
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise field_refusal("Must be text.", f"{field}[{index}]")
+        text_check(item, f"{field}[{index}]")
         item = item.strip()
         if item and not (dedupe and item in seen):
             items.append(item)
@@ -97,6 +100,7 @@ def _as_choice(value: Any, field: str, choices: Sequence[str]) -> str:
 def _as_dict(value: Any, field: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise field_refusal("Must be a JSON object.", field)
+    text_check(value, field)  # every key and string inside, named by its path (extra.<key>, extra.a[2])
     return value
 
 

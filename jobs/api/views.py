@@ -10,12 +10,12 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView
 from lore_platform.api.pagination import PageParams, Pagination, page_of
+from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.errors import PermissionDenied
 from jobs import selectors, services
 from jobs.api.serializers import (
@@ -57,7 +57,7 @@ class JobListView(TenantAPIView):
 
 @extend_schema(tags=["jobs"])
 class GenerateView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=GenerateIn, responses={202: JobOut, **START_ERRORS},
@@ -77,7 +77,7 @@ class GenerateView(TenantAPIView):
 
 @extend_schema(tags=["jobs"])
 class SplitView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=SplitIn, responses={202: JobOut, **START_ERRORS},
@@ -119,7 +119,7 @@ class JobRetryView(TenantAPIView):
 
 @extend_schema(tags=["jobs"])
 class JobAcceptView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     @extend_schema(
         request=AcceptIn, responses={201: OpenApiResponse(description="The import receipt (I-4)"), **START_ERRORS},
@@ -138,7 +138,7 @@ class JobAcceptView(TenantAPIView):
 
 @extend_schema(tags=["jobs"])
 class ModelSettingsView(TenantAPIView):
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     def _admin_check(self) -> None:
         if not self.actor.is_admin:

@@ -53,6 +53,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body = {"code": exc.error_code, "message": str(exc.detail), "details": exc.details}
         if exc.field:
             body["field"] = exc.field
+        if exc.rule:
+            body["rule"] = exc.rule
         return error_response(status.HTTP_400_BAD_REQUEST, body)
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_POST
 from lore_platform.errors import DomainError
 from lore_platform.tenancy.services import api_key_create, api_key_revoke, tenant_create
 from web.forms import ApiKeyForm, SignInForm, SignUpForm
-from web.refusals import refusal_on_form
+from web.refusals import FORM_REFUSED_STATUS, form_page_status, refusal_on_form
 from web.selectors import api_keys_of
 from web.session import actor_required, tenant_switch
 from web.views.common import refusals_as_pages
@@ -24,6 +25,12 @@ class SignInView(LoginView):
     template_name = "web/login.html"
     authentication_form = SignInForm
     redirect_authenticated_user = True
+
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
+        # A refused sign-in is no success (issue 26, point 7): the form again, as a 422.
+        response = super().form_invalid(form)
+        response.status_code = FORM_REFUSED_STATUS
+        return response
 
 
 def signup(request: HttpRequest) -> HttpResponse:
@@ -41,7 +48,7 @@ def signup(request: HttpRequest) -> HttpResponse:
         if not refused:
             login(request, created.admin, backend="django.contrib.auth.backends.ModelBackend")
             return redirect("web-books")
-    return render(request, "web/signup.html", {"form": form})
+    return render(request, "web/signup.html", {"form": form}, status=form_page_status(form))
 
 
 @require_POST
@@ -71,7 +78,8 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             issued = api_key_create(tenant=actor.tenant, name=form.cleaned_data["name"], scopes=scopes, user=actor.user)
         if not refused:
             form = ApiKeyForm()
-    return render(request, "web/keys.html", {"form": form, "issued": issued, "keys": api_keys_of(actor)})
+    return render(request, "web/keys.html", {"form": form, "issued": issued, "keys": api_keys_of(actor)},
+                  status=form_page_status(form))
 
 
 @require_POST

@@ -28,6 +28,9 @@ from books.services.entry_write import (
 )
 from cast import turns
 from lore_platform.errors import ValidationFailed
+from retrieval.engine import values as ev
+from sharing import selectors as sharing
+from sharing import services as sharing_services
 from web import selectors as web_selectors
 from web.forms import (
     BookCreateForm,
@@ -37,7 +40,13 @@ from web.forms import (
     PreviewForm,
     VisibilityForm,
 )
-from web.refusals import receipt_said, refusal_as_message, refusal_on_form
+from web.refusals import (
+    Refused,
+    form_page_status,
+    receipt_said,
+    refusal_as_message,
+    refusal_on_form,
+)
 from web.session import actor_required
 from web.views.common import (
     is_htmx,
@@ -45,9 +54,6 @@ from web.views.common import (
     query_without_page,
     refusals_as_pages,
 )
-from retrieval.engine import values as ev
-from sharing import selectors as sharing
-from sharing import services as sharing_services
 
 ENTRIES_PER_PAGE = 50  # the editor pages a 2,000-entry book: server time and browser stay quick (point 8)
 
@@ -65,6 +71,7 @@ def my_books(request: HttpRequest) -> HttpResponse:
     upload = ImportNewForm(request.POST if request.POST.get("action") == "import" else None,
                            request.FILES if request.POST.get("action") == "import" else None)
     receipt = None
+    refused: Refused | None = None
     if request.method == "POST" and request.POST.get("action") == "create" and create.is_valid():
         data = create.cleaned_data
         with refusal_on_form(create) as refused:
@@ -87,7 +94,8 @@ def my_books(request: HttpRequest) -> HttpResponse:
                 request.session["web_receipt"] = receipt
                 return redirect("web-book", book_id=result.book.pk)
     page = page_of(book_list(actor=actor), request, 50)
-    return render(request, "web/books.html", {"page": page, "create": create, "upload": upload, "receipt": receipt})
+    return render(request, "web/books.html", {"page": page, "create": create, "upload": upload, "receipt": receipt},
+                  status=form_page_status(create, upload, refused=refused))
 
 
 # What a row of the editor reads: the list page loads these columns only (no keys, settings or
