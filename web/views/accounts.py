@@ -1,47 +1,181 @@
-"""Sign-up, sign-in/out, the tenant switcher and the admins' API keys page (issue 15, point 1)."""
+"""Sign-up, sign-in/out, invitations, the tenant switcher, members and the admins' API keys page
+(issue 15, point 1; issue 26: accounts nobody else can take over, abuse limits)."""
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.views import LoginView
-from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from lore_platform.errors import DomainError
-from lore_platform.tenancy.services import api_key_create, api_key_revoke, tenant_create
-from web.forms import ApiKeyForm, SignInForm, SignUpForm
-from web.refusals import refusal_on_form
+from lore_platform.errors import DomainError, NotFound, TooManyAttempts
+from lore_platform.tenancy import limits
+from lore_platform.tenancy.services import (
+    api_key_create,
+    api_key_revoke,
+    invitation_accept,
+    invitation_decline,
+    invitation_open,
+    signup_confirm,
+    signup_open,
+    signup_request,
+    workspace_create,
+)
+from web.forms import ApiKeyForm, SignInForm, SignUpForm, WorkspaceForm
+from web.refusals import refusal_on_form, refusal_text
 from web.selectors import api_keys_of
 from web.session import actor_required, tenant_switch
 from web.views.common import refusals_as_pages
 
+BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _local(target: str, request: HttpRequest, default: str = "/books") -> str:
+    """``target`` when it is a path on this site (no open redirect), else ``default``."""
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return default
+
+
+def throttled(request: HttpRequest, refusal: TooManyAttempts, template: str, context: dict[str, Any]) -> HttpResponse:
+    """429 with ``Retry-After``: JSON for a caller that asks for it, else the page with the message."""
+    if "application/json" in request.headers.get("Accept", ""):
+        response: HttpResponse = JsonResponse({"error": refusal.as_dict()}, status=429)
+    else:
+        response = render(request, template, {**context, "throttled": refusal_text(refusal)}, status=429)
+    response["Retry-After"] = str(refusal.retry_after)
+    return response
+
+
+def _login_refusal(wait: float) -> TooManyAttempts:
+    return TooManyAttempts("Too many failed sign-ins. Try again in {minutes} minutes.",
+                           values={"minutes": max(1, int(wait + 59) // 60)}, retry_after=wait)
+
 
 class SignInView(LoginView):
+    """Sign-in, with failures limited per account and per client address (issue 26): a locked
+    account or address is refused before any password is checked, a right one included."""
+
     template_name = "web/login.html"
     authentication_form = SignInForm
     redirect_authenticated_user = True
 
+    def _who(self) -> tuple[str, str]:
+        return str(self.request.POST.get("username", "")).strip().lower()[:254], limits.client_address(self.request)
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        account, address = self._who()
+        waits = [limits.limit_wait(limits.login_address_limit(), address)]
+        if account:
+            waits.append(limits.limit_wait(limits.login_account_limit(), account))
+        wait = max((w for w in waits if w is not None), default=None)
+        if wait is not None:
+            return self._throttled(wait)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        account, address = self._who()
+        locks = [limits.limit_hit(limits.login_address_limit(), address)]
+        if account:
+            locks.append(limits.limit_hit(limits.login_account_limit(), account))
+        wait = max((w for w in locks if w is not None), default=None)
+        if wait is not None:
+            return self._throttled(wait, form=form)
+        return super().form_invalid(form)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        account, _address = self._who()
+        limits.limit_clear(limits.login_account_limit(), account)
+        return super().form_valid(form)
+
+    def _throttled(self, wait: float, form: Any = None) -> HttpResponse:
+        context = self.get_context_data(form=form or self.get_form_class()(self.request))
+        return throttled(self.request, _login_refusal(wait), self.template_name, context)
+
 
 def signup(request: HttpRequest) -> HttpResponse:
-    """A new workspace (tenant) with its first admin, signed in at once."""
+    """A new account (and workspace): the answer is the same whether the email has an account or not,
+    and nothing is created until the link mailed to the address is used (issue 26). Signed in, a
+    person creates another workspace here."""
+    if request.user.is_authenticated:
+        return _workspace_new(request)
+    next_path = _local(request.POST.get("next") or request.GET.get("next", ""), request, default="")
     form = SignUpForm(request.POST or None)
+    context = {"form": form, "next": next_path}
+    if request.method == "POST":
+        address = limits.client_address(request)
+        wait = limits.limit_wait(limits.signup_address_limit(), address)
+        if wait is not None:
+            refusal = TooManyAttempts("Too many sign-ups from your address. Try again in {minutes} minutes.",
+                                      values={"minutes": max(1, int(wait + 59) // 60)}, retry_after=wait)
+            return throttled(request, refusal, "web/signup.html", context)
+        limits.limit_hit(limits.signup_address_limit(), address)
+        if form.is_valid():
+            data = form.cleaned_data
+            with refusal_on_form(form) as refused:
+                signup_request(
+                    email=data["email"], password=data["password"], tenant_name=data["tenant"], next_path=next_path,
+                    link_for=lambda token: request.build_absolute_uri(reverse("web-signup-confirm", args=[token])),
+                    login_link=request.build_absolute_uri(reverse("web-login")),
+                )
+            if not refused:
+                return render(request, "web/signup_sent.html", {"email": data["email"].strip().lower()})
+    return render(request, "web/signup.html", context)
+
+
+def _workspace_new(request: HttpRequest) -> HttpResponse:
+    form = WorkspaceForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        with refusal_on_form(form) as refused, transaction.atomic():
-            created = tenant_create(name=data["tenant"], admin_email=data["email"], profile="smart")
-            if created.admin.has_usable_password():
-                # An existing user keeps their password: joining a workspace never resets it.
-                raise DomainError(_("That email has an account already: sign in first."), field="email")
-            created.admin.set_password(data["password"])
-            created.admin.save(update_fields=["password"])
+        with refusal_on_form(form) as refused:
+            tenant = workspace_create(user=request.user, name=form.cleaned_data["tenant"])  # type: ignore[arg-type]
         if not refused:
-            login(request, created.admin, backend="django.contrib.auth.backends.ModelBackend")
+            tenant_switch(request, tenant.slug)
             return redirect("web-books")
-    return render(request, "web/signup.html", {"form": form})
+    return render(request, "web/workspace_new.html", {"form": form})
+
+
+@refusals_as_pages
+def signup_confirm_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The link mailed at sign-up: a button (a mail scanner that fetches the link uses nothing), then
+    the account exists and its owner is signed in."""
+    if request.method != "POST":
+        found = signup_open(token=token)
+        return render(request, "web/signup_confirm.html", {"email": found.email})
+    confirmed = signup_confirm(token=token)
+    login(request, confirmed.user, backend=BACKEND)
+    if confirmed.tenant is not None:
+        tenant_switch(request, confirmed.tenant.slug)
+    return redirect(_local(confirmed.next_path, request))
+
+
+@refusals_as_pages
+def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
+    """An invitation link: whoever holds it sees what it offers; only the invited email's owner,
+    signed in, joins by accepting (or declines)."""
+    invitation = invitation_open(token=token)
+    here = request.get_full_path()
+    user = request.user
+    mine = user.is_authenticated and user.email.strip().lower() == invitation.email  # type: ignore[union-attr]
+    if request.method == "POST" and mine:
+        if request.POST.get("answer") == "decline":
+            invitation_decline(token=token, user=user)  # type: ignore[arg-type]
+            messages.info(request, _("Invitation declined."))
+            return redirect("web-library")
+        membership = invitation_accept(token=token, user=user)  # type: ignore[arg-type]
+        tenant_switch(request, membership.tenant.slug)
+        messages.success(request, _("You joined %(name)s.") % {"name": membership.tenant.name})
+        return redirect("web-books")
+    status = 200 if request.method != "POST" else 403
+    return render(request, "web/invitation.html", {
+        "invitation": invitation, "mine": mine, "here": here,
+        "signup": f"{reverse('web-signup')}?next={here}", "login": f"{reverse('web-login')}?next={here}",
+    }, status=status)
 
 
 @require_POST
