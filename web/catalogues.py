@@ -16,7 +16,7 @@ from pathlib import Path
 
 LOCALE = Path(__file__).resolve().parent / "locale"
 # The source tree the package was built from (a checkout, or an installed package's parent).
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 # The code whose refusals (lore_platform.errors.DomainError) reach a page: the services and selectors the
 # page views call, whose English messages the Spanish catalogue translates for the pages
