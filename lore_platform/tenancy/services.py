@@ -26,6 +26,7 @@ from django.utils.text import slugify
 from lore_platform.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.keys import key_generate, key_hash
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership, SignupRequest, Tenant, User
+from lore_platform.tenancy.selectors import invitation_by_token_hash
 
 logger = logging.getLogger("loreweave.security")
 
@@ -277,11 +278,7 @@ def invitation_revoke(*, tenant: Tenant, invitation_id: int) -> Invitation:
 
 
 def _invitation_for(token: str, *, lock: bool = False) -> Invitation:
-    # Found by its token before any tenant is known: the token *is* the invitation.
-    rows = Invitation.objects.unscoped().select_related("tenant", "invited_by")
-    if lock:
-        rows = rows.select_for_update(of=("self",))
-    invitation = rows.filter(token_hash=token_hash(token)).first()
+    invitation = invitation_by_token_hash(token_hash(token), lock=lock)
     if invitation is None or not invitation.is_pending():
         raise NotFound("This invitation link is not valid: it was used, revoked or has expired.", field="token")
     return invitation

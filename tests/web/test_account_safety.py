@@ -289,3 +289,37 @@ def test_a_forwarded_for_header_is_trusted_only_behind_a_configured_proxy(tenant
     settings.CLIENT_ADDRESS_PROXIES = 1
     assert Client(REMOTE_ADDR="192.0.2.60", HTTP_X_FORWARDED_FOR="spoofed, 10.9.9.99").post(
         "/login", {"username": "x@alpha.test", "password": "g"}).status_code == 200
+
+
+# --- the members page: the same invitations as the API ------------------------------------------
+
+
+def test_the_members_page_invites_shows_the_link_once_and_revokes(tenant_a, tenant_b, committed):
+    admin = signed_in(tenant_a.admin)
+    page = html(admin.get("/members"))
+    assert "member@alpha.test" in page and "admin@alpha.test" in page
+    made = committed(admin.post, "/members", {"email": "Page@Alpha.test", "role": "member"})
+    assert made.status_code == 200
+    link = re.search(r'data-testid="invitation-link">http://testserver(/invitations/[^<]+)<', html(made)).group(1)
+    assert mailed_link("page@alpha.test", "/invitations/") == link
+    again = html(admin.get("/members"))
+    assert link not in again and "page@alpha.test" in again  # pending, the link shown once
+    assert not Membership.objects.for_tenant(tenant_a.tenant).filter(user__email="page@alpha.test").exists()
+    # The API lists the same invitation.
+    pending = tenant_a.admin_client.get("/api/v1/invitations").json()["results"]
+    assert [row["email"] for row in pending] == ["page@alpha.test"]
+    invitation_id = pending[0]["id"]
+    # Members and other tenants' admins cannot invite or revoke here.
+    member = signed_in(tenant_a.member)
+    assert member.get("/members").status_code == 403
+    assert member.post("/members", {"email": "sneaky@alpha.test", "role": "admin"}).status_code == 403
+    assert member.post(f"/members/invitations/{invitation_id}/revoke").status_code == 403
+    assert signed_in(tenant_b.admin).post(f"/members/invitations/{invitation_id}/revoke").status_code == 404
+    assert Client().get("/members").status_code == 302
+    assert Invitation.objects.for_tenant(tenant_a.tenant).filter(revoked_at__isnull=True).count() == 1
+    assert not Invitation.objects.for_tenant(tenant_a.tenant).filter(email="sneaky@alpha.test").exists()
+    # Inviting a member refuses with the reason, nothing written.
+    refused = admin.post("/members", {"email": "member@alpha.test", "role": "admin"})
+    assert refused.status_code == 422 and "member already" in html(refused)
+    assert admin.post(f"/members/invitations/{invitation_id}/revoke").status_code == 302
+    assert admin.get(link).status_code == 404

@@ -16,18 +16,21 @@ from django.views.decorators.http import require_POST
 
 from lore_platform.errors import DomainError, NotFound, TooManyAttempts
 from lore_platform.tenancy import limits
+from lore_platform.tenancy.selectors import invitations_pending, tenant_memberships
 from lore_platform.tenancy.services import (
     api_key_create,
     api_key_revoke,
     invitation_accept,
     invitation_decline,
+    invitation_create,
     invitation_open,
+    invitation_revoke,
     signup_confirm,
     signup_open,
     signup_request,
     workspace_create,
 )
-from web.forms import ApiKeyForm, SignInForm, SignUpForm, WorkspaceForm
+from web.forms import ApiKeyForm, InviteForm, SignInForm, SignUpForm, WorkspaceForm
 from web.refusals import refusal_on_form, refusal_text
 from web.selectors import api_keys_of
 from web.session import actor_required, tenant_switch
@@ -219,3 +222,48 @@ def api_key_revoke_page(request: HttpRequest, key_id: int) -> HttpResponse:
     api_key_revoke(tenant=actor.tenant, key_id=key_id)
     messages.success(request, _("Key revoked."))
     return redirect("web-keys")
+
+
+def _admins_only(request: HttpRequest) -> HttpResponse | None:
+    if request.actor.is_admin:  # type: ignore[attr-defined]
+        return None
+    return render(request, "web/refused.html",
+                  {"error": DomainError(_("Only workspace admins manage members."))}, status=403)
+
+
+@actor_required
+@refusals_as_pages
+def members(request: HttpRequest) -> HttpResponse:
+    """Admins see the members and pending invitations and invite by email (the link is shown once and
+    mailed): the same services as ``/api/v1/members`` and ``/api/v1/invitations``."""
+    refused_page = _admins_only(request)
+    if refused_page is not None:
+        return refused_page
+    actor = request.actor  # type: ignore[attr-defined]
+    form = InviteForm(request.POST or None)
+    issued = None
+    if request.method == "POST" and form.is_valid():
+        with refusal_on_form(form) as refused:
+            issued = invitation_create(
+                tenant=actor.tenant, email=form.cleaned_data["email"], role=form.cleaned_data["role"],
+                invited_by=actor.user,
+                link_for=lambda token: request.build_absolute_uri(reverse("web-invitation", args=[token])),
+            )
+        if not refused:
+            form = InviteForm()
+    return render(request, "web/members.html", {
+        "form": form, "issued": issued, "members": tenant_memberships(actor.tenant),
+        "invitations": list(invitations_pending(actor.tenant)),
+    }, status=422 if form.errors else 200)
+
+
+@require_POST
+@actor_required
+@refusals_as_pages
+def invitation_revoke_page(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    refused_page = _admins_only(request)
+    if refused_page is not None:
+        return refused_page
+    invitation_revoke(tenant=request.actor.tenant, invitation_id=invitation_id)  # type: ignore[attr-defined]
+    messages.success(request, _("Invitation revoked."))
+    return redirect("web-members")

@@ -4,7 +4,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.urls import reverse
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -27,6 +26,7 @@ from lore_platform.tenancy.api.serializers import (
 )
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
+from lore_platform.tenancy.selectors import invitations_pending
 
 
 class TenantView(TenantAPIView):
@@ -144,12 +144,7 @@ class InvitationViewSet(mixins.ListModelMixin, TenantViewSet):
     lookup_value_regex = r"\d+"
 
     def scoped_queryset(self, actor: Actor) -> QuerySet[Invitation]:
-        return (
-            Invitation.objects.for_tenant(actor.tenant)
-            .select_related("invited_by")
-            .filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
-            .order_by("-created_at", "-id")
-        )
+        return invitations_pending(actor.tenant)
 
     @extend_schema(request=None, responses=InvitationOut, summary="Revoke a pending invitation (its link stops working)")
     @action(detail=True, methods=["post"])
