@@ -162,6 +162,9 @@ LOREWEAVE_EMBEDDER = os.environ.get("LOREWEAVE_EMBEDDER", "").strip() or "use-mu
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "tenancy.User"
 
+# The password check limits failed sign-ins per account and per address (issue 26).
+AUTHENTICATION_BACKENDS = ["lore_platform.tenancy.backends.ThrottledModelBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -133,3 +133,27 @@ def limit_clear(limit: Limit, ident: str) -> None:
         cache.delete(f"{KEY_PREFIX}:{limit.name}:{_digest(ident)}:{window}")
     except Exception:  # noqa: BLE001
         logger.warning("abuse limit %s: the cache is unreachable", limit.name, exc_info=True)
+
+
+# --- sign-in: one place for every path that checks a password (the pages' /login, Django's admin) ---
+
+
+def login_wait(account: str, address: str) -> float | None:
+    """Seconds until a sign-in as ``account`` from ``address`` is heard again, or None."""
+    waits = [limit_wait(login_address_limit(), address) if address else None,
+             limit_wait(login_account_limit(), account) if account else None]
+    return max((w for w in waits if w is not None), default=None)
+
+
+def login_failed(account: str, address: str) -> None:
+    if address:
+        limit_hit(login_address_limit(), address)
+    if account:
+        limit_hit(login_account_limit(), account)
+
+
+def login_succeeded(account: str) -> None:
+    # The account's run of failures ends; the address's does not (one right password of the
+    # attacker's own account must not buy more guesses at others').
+    if account:
+        limit_clear(login_account_limit(), account)

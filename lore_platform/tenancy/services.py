@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -177,7 +178,10 @@ class CreatedTenant:
 
 
 @transaction.atomic
-def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.CLASSIC) -> CreatedTenant:
+def tenant_create(*, name: str, admin_email: str = "", profile: str = Tenant.Profile.CLASSIC,
+                  admin: User | None = None) -> CreatedTenant:
+    """A tenant with its first admin: ``admin`` (a signed-in person), else the user of ``admin_email``
+    (the operator's command; created without a password if new)."""
     name = name.strip()
     if not name or len(name) > 120:
         raise ValidationFailed("A tenant name is 1–120 characters.", field="name")
@@ -186,7 +190,8 @@ def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.
     if Tenant.objects.filter(name=name).exists():
         raise Conflict("A tenant named {name} exists already.", values={"name": repr(name)}, field="name")
     tenant = Tenant.objects.create(name=name, slug=_unique_slug(name), default_profile=profile)
-    admin = user_get_or_create(email=admin_email)
+    if admin is None:
+        admin = user_get_or_create(email=admin_email)
     membership_set(tenant=tenant, user=admin, role=Membership.Role.ADMIN)
     key = api_key_create(tenant=tenant, name=f"{name} admin key", scopes=["read", "write"], user=admin)
     return CreatedTenant(tenant=tenant, admin=admin, key=key)
@@ -380,17 +385,17 @@ def signup_confirm(*, token: str) -> ConfirmedSignup:
                        field="token")
     request.used_at = timezone.now()
     request.save(update_fields=["used_at"])
-    if User.objects.filter(email__iexact=request.email).exists():
+    if User.objects.filter(Q(email__iexact=request.email) | Q(username__iexact=request.email)).exists():
         # Two sign-ups for one address: the first link used made the account; this one changes nothing.
         raise Conflict("This email has an account already: sign in.", field="email")
     user = User(username=request.email, email=request.email, password=request.password)
     user.save()
     tenant = None
     if request.tenant_name and not Tenant.objects.filter(name=request.tenant_name).exists():
-        tenant = tenant_create(name=request.tenant_name, admin_email=user.email, profile=Tenant.Profile.SMART).tenant
+        tenant = tenant_create(name=request.tenant_name, admin=user, profile=Tenant.Profile.SMART).tenant
     return ConfirmedSignup(user=user, tenant=tenant, next_path=request.next_path)
 
 
 def workspace_create(*, user: User, name: str) -> Tenant:
     """A signed-in person's new workspace, with them as its admin."""
-    return tenant_create(name=name, admin_email=user.email, profile=Tenant.Profile.SMART).tenant
+    return tenant_create(name=name, admin=user, profile=Tenant.Profile.SMART).tenant

@@ -323,3 +323,23 @@ def test_the_members_page_invites_shows_the_link_once_and_revokes(tenant_a, tena
     assert refused.status_code == 422 and "member already" in html(refused)
     assert admin.post(f"/members/invitations/{invitation_id}/revoke").status_code == 302
     assert admin.get(link).status_code == 404
+
+
+def test_signed_in_workspace_creation_shares_the_per_address_budget(tenant_a, clock):
+    creator = signed_in(tenant_a.admin)
+    answers = [creator.post("/signup", {"tenant": f"Extra {n}"}).status_code for n in range(6)]
+    assert answers == [302] * 5 + [429]
+    assert Tenant.objects.filter(name__startswith="Extra ").count() == 5
+
+
+def test_the_admin_sign_in_is_limited_too(tenant_a, clock):
+    """The password check itself counts: Django's admin sign-in is locked like the pages'."""
+    from django.contrib.auth import authenticate
+
+    with_password(tenant_a.admin)
+    for n in range(5):
+        Client().post("/admin/login/", {"username": tenant_a.admin.email, "password": f"guess {n}"})
+    assert authenticate(None, username=tenant_a.admin.email, password=PASSWORD) is None
+    assert Client().post("/login", {"username": tenant_a.admin.email, "password": PASSWORD}).status_code == 429
+    clock["t"] += 901
+    assert authenticate(None, username=tenant_a.admin.email, password=PASSWORD) is not None

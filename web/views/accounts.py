@@ -14,8 +14,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from lore_platform.errors import DomainError, NotFound, TooManyAttempts
+from lore_platform.errors import DomainError, TooManyAttempts
 from lore_platform.tenancy import limits
+from lore_platform.tenancy.backends import sign_in_identity
 from lore_platform.tenancy.selectors import invitations_pending, tenant_memberships
 from lore_platform.tenancy.services import (
     api_key_create,
@@ -36,7 +37,7 @@ from web.selectors import api_keys_of
 from web.session import actor_required, tenant_switch
 from web.views.common import refusals_as_pages
 
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+BACKEND = "lore_platform.tenancy.backends.ThrottledModelBackend"
 
 
 def _local(target: str, request: HttpRequest, default: str = "/books") -> str:
@@ -62,40 +63,29 @@ def _login_refusal(wait: float) -> TooManyAttempts:
 
 
 class SignInView(LoginView):
-    """Sign-in, with failures limited per account and per client address (issue 26): a locked
-    account or address is refused before any password is checked, a right one included."""
+    """Sign-in. Failures are counted by the password check itself (ThrottledModelBackend); here a
+    locked account or address is answered 429 with ``Retry-After`` and a clear message, before any
+    password is checked — a right one included."""
 
     template_name = "web/login.html"
     authentication_form = SignInForm
     redirect_authenticated_user = True
 
-    def _who(self) -> tuple[str, str]:
-        return str(self.request.POST.get("username", "")).strip().lower()[:254], limits.client_address(self.request)
+    def _wait(self) -> float | None:
+        account, address = sign_in_identity(self.request, str(self.request.POST.get("username", "")))
+        return limits.login_wait(account, address)
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        account, address = self._who()
-        waits = [limits.limit_wait(limits.login_address_limit(), address)]
-        if account:
-            waits.append(limits.limit_wait(limits.login_account_limit(), account))
-        wait = max((w for w in waits if w is not None), default=None)
+        wait = self._wait()
         if wait is not None:
             return self._throttled(wait)
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form: Any) -> HttpResponse:
-        account, address = self._who()
-        locks = [limits.limit_hit(limits.login_address_limit(), address)]
-        if account:
-            locks.append(limits.limit_hit(limits.login_account_limit(), account))
-        wait = max((w for w in locks if w is not None), default=None)
+        wait = self._wait()  # this failure may have started a lockout
         if wait is not None:
             return self._throttled(wait, form=form)
         return super().form_invalid(form)
-
-    def form_valid(self, form: Any) -> HttpResponse:
-        account, _address = self._who()
-        limits.limit_clear(limits.login_account_limit(), account)
-        return super().form_valid(form)
 
     def _throttled(self, wait: float, form: Any = None) -> HttpResponse:
         context = self.get_context_data(form=form or self.get_form_class()(self.request))
@@ -115,9 +105,7 @@ def signup(request: HttpRequest) -> HttpResponse:
         address = limits.client_address(request)
         wait = limits.limit_wait(limits.signup_address_limit(), address)
         if wait is not None:
-            refusal = TooManyAttempts("Too many sign-ups from your address. Try again in {minutes} minutes.",
-                                      values={"minutes": max(1, int(wait + 59) // 60)}, retry_after=wait)
-            return throttled(request, refusal, "web/signup.html", context)
+            return throttled(request, _signup_refusal(wait), "web/signup.html", context)
         limits.limit_hit(limits.signup_address_limit(), address)
         if form.is_valid():
             data = form.cleaned_data
@@ -132,8 +120,20 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "web/signup.html", context)
 
 
+def _signup_refusal(wait: float) -> TooManyAttempts:
+    return TooManyAttempts("Too many sign-ups from your address. Try again in {minutes} minutes.",
+                           values={"minutes": max(1, int(wait + 59) // 60)}, retry_after=wait)
+
+
 def _workspace_new(request: HttpRequest) -> HttpResponse:
     form = WorkspaceForm(request.POST or None)
+    if request.method == "POST":
+        # New workspaces count against the same per-address budget as sign-ups.
+        address = limits.client_address(request)
+        wait = limits.limit_wait(limits.signup_address_limit(), address)
+        if wait is not None:
+            return throttled(request, _signup_refusal(wait), "web/workspace_new.html", {"form": form})
+        limits.limit_hit(limits.signup_address_limit(), address)
     if request.method == "POST" and form.is_valid():
         with refusal_on_form(form) as refused:
             tenant = workspace_create(user=request.user, name=form.cleaned_data["tenant"])  # type: ignore[arg-type]
@@ -164,7 +164,7 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     invitation = invitation_open(token=token)
     here = request.get_full_path()
     user = request.user
-    mine = user.is_authenticated and user.email.strip().lower() == invitation.email  # type: ignore[union-attr]
+    mine = user.is_authenticated and str(getattr(user, "email", "")).strip().lower() == invitation.email
     if request.method == "POST" and mine:
         if request.POST.get("answer") == "decline":
             invitation_decline(token=token, user=user)  # type: ignore[arg-type]
