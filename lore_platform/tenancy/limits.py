@@ -102,7 +102,7 @@ def limit_wait(limit: Limit, ident: str) -> float | None:
     if float(until) > now:
         return float(until) - now
     cache.delete(_lock_key(limit, ident))
-    logger.warning("lockout ended: %s %s (locked until %s)", limit.name, ident, _ends(float(until)))
+    logger.warning("lockout ended: %s %r (locked until %s)", limit.name, ident, _ends(float(until)))
     return None
 
 
@@ -122,7 +122,7 @@ def limit_hit(limit: Limit, ident: str) -> float | None:
     except Exception:  # noqa: BLE001
         logger.warning("abuse limit %s: the cache is unreachable; not counted", limit.name, exc_info=True)
         return None
-    logger.warning("lockout started: %s %s after %d tries, until %s", limit.name, ident, count, _ends(until))
+    logger.warning("lockout started: %s %r after %d tries, until %s", limit.name, ident, count, _ends(until))
     return float(limit.lockout)
 
 

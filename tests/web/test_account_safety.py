@@ -343,3 +343,14 @@ def test_the_admin_sign_in_is_limited_too(tenant_a, clock):
     assert Client().post("/login", {"username": tenant_a.admin.email, "password": PASSWORD}).status_code == 429
     clock["t"] += 901
     assert authenticate(None, username=tenant_a.admin.email, password=PASSWORD) is not None
+
+
+def test_an_account_without_a_workspace_lands_on_a_page_not_a_loop(db, committed):
+    browser = Client()
+    committed(browser.post, "/signup", {"tenant": "", "email": "solo@nowhere.test", "password": PASSWORD})
+    confirm = mailed_link("solo@nowhere.test", "/signup/confirm/")
+    assert browser.post(confirm)["Location"] == "/books"
+    landing = browser.get("/books")
+    assert landing.status_code == 200 and "No workspace yet" in html(landing)
+    assert browser.post("/signup", {"tenant": "Solo"}).status_code == 302
+    assert Membership.objects.for_tenant(Tenant.objects.get(name="Solo")).get().user.email == "solo@nowhere.test"
