@@ -496,11 +496,14 @@ def answer_differences(sample: dict[str, Any]) -> list[str]:
     from cast.models import Chat
     from cast.selectors import chat_books_gather
     from cast.turns import turn_run
+    from lore_platform.tenancy.actor import Actor
 
-    chat = Chat.objects.unscoped().select_related("tenant").get(pk=sample["chat"])
+    chat = Chat.objects.unscoped().select_related("tenant", "owner").get(pk=sample["chat"])
     request = turn_input(serializers.context_in(sample["request"]))  # as the view reads it
     profile = request.profile or chat.profile or chat.tenant.default_profile
-    answer = turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
+    caller = Actor(tenant=chat.tenant, user=chat.owner, role="admin")  # the bench's key is the chat owner's
+    answer = turn_run(request=request, profile=profile,
+                      gathering=chat_books_gather(chat, actor=caller, profile=profile),
                       state=sample["state"], seed=f"chat-{chat.pk}")
     ours = json.loads(json.dumps(context_body(answer)))
     theirs = {k: v for k, v in sample["answer"].items() if k != "request_log_id"}
@@ -548,10 +551,11 @@ from cast.turns import TurnInput, turn_run
 from retrieval.engine import values as ev
 from bench.context_load import RollingChat
 keys = json.loads(sys.argv[1]); turns = int(sys.argv[2])
-chat = Chat.objects.unscoped().select_related("tenant", "character").first()
+from lore_platform.tenancy.actor import Actor
+chat = Chat.objects.unscoped().select_related("tenant", "character", "owner").first()
 rolling = RollingChat(random.Random(3), keys)
 times = []
-gathering = chat_books_gather(chat, profile="classic")
+gathering = chat_books_gather(chat, actor=Actor(tenant=chat.tenant, user=chat.owner, role="admin"), profile="classic")
 for turn in range(turns):
     messages = tuple(ev.Message(role=m["role"], text=m["text"]) for m in rolling.next_turn(turn))
     started = time.perf_counter()

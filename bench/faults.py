@@ -320,7 +320,7 @@ def nothing_lost(tenant: Tenant, *, turns_injected: int) -> dict[str, Any]:
     from retrieval.adapter.models import EntryVector
 
     entries = list(Entry.objects.for_tenant(tenant.tenant).filter(book__profile="smart"))
-    vectors = list(EntryVector.objects.filter(entry__in=entries).values_list("entry_id", "content_hash"))
+    vectors = list(EntryVector.objects.unscoped().filter(entry__in=entries).values_list("entry_id", "content_hash"))
     by_entry: dict[int, list[str]] = {}
     for entry_id, digest in vectors:
         by_entry.setdefault(entry_id, []).append(digest)
@@ -419,7 +419,7 @@ def mode_worker(services: Services, args: argparse.Namespace) -> list[str]:
         return [f"import answered {response.status_code}: {response.content[:300]!r}"]
     body = response.json()
     tenant.world = int(body.get("id") or body["book"]["id"])
-    vectors = lambda: EntryVector.objects.filter(entry__book_id=tenant.world).count()  # noqa: E731
+    vectors = lambda: EntryVector.objects.unscoped().filter(entry__book_id=tenant.world).count()  # noqa: E731
     deadline = time.monotonic() + 120
     while vectors() == 0 and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -39,10 +39,16 @@ def books_visible_to(actor: Actor) -> TenantScopedQuerySet[Book]:
     return Book.objects.for_tenant(actor.tenant).filter(readable)
 
 
+def book_is_owners_alone(book: Book) -> bool:
+    """A user's private book: in its tenant only its owner reads it (P-1). Every other book of a
+    tenant is read by all its members, so callers holding many books ask ``book_can_read`` only of these."""
+    return book.owner_id is not None and book.visibility == Visibility.PRIVATE
+
+
 def book_can_read(actor: Actor, book: Book) -> bool:
     if book.tenant_id != actor.tenant.pk or not actor.can_read:
         return False
-    if book.owner_id is None or book.visibility != Visibility.PRIVATE:
+    if not book_is_owners_alone(book):
         return True
     return actor.user is not None and book.owner_id == actor.user.pk
 

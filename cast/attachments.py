@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from cast.models import Attachment, Character, Novel, Story
+from cast.services import may_undo
 from lore_platform.errors import NotFound, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from sharing.selectors import book_for_attach
@@ -63,11 +64,17 @@ def book_attach(
         return existing
     last = Attachment.objects.for_tenant(actor.tenant).aggregate(last=Max("position"))["last"]
     return Attachment.objects.create(tenant=actor.tenant, book=book, position=(last or 0) + 1, link_token=token,
-                                     **where)
+                                     attached_by=actor.user, **where)
 
 
 def attachment_delete(*, actor: Actor, attachment_id: int) -> None:
-    attachment = Attachment.objects.for_tenant(actor.tenant).filter(pk=attachment_id).first()
+    """Detach: whoever attached the book, the book's owner, or a tenant admin (issue 26.4)."""
+    attachment = Attachment.objects.for_tenant(actor.tenant).select_related("book").filter(pk=attachment_id).first()
     if attachment is None:
         raise NotFound("No such attachment.", field="id")
+    if not actor.can_write:
+        raise PermissionDenied("This API key may only read.")
+    if not may_undo(actor, attachment.attached_by_id, attachment.book.owner_id):
+        raise PermissionDenied("Only whoever attached the book, its owner or a tenant admin detaches it (S-1).",
+                               field="id", rule="S-1")
     attachment.delete()

@@ -59,9 +59,9 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return raw
 
 
-def _target_book(chat: Chat, arguments: dict[str, Any]) -> Book:
+def _target_book(actor: Actor, chat: Chat, arguments: dict[str, Any]) -> Book:
     profile = chat.profile or chat.tenant.default_profile
-    books = chat_living_books(chat, [g.book for g in chat_books_gather(chat, profile=profile).books])
+    books = chat_living_books(chat, [g.book for g in chat_books_gather(chat, actor=actor, profile=profile).books])
     named = arguments.get("book")
     if named is None:
         if len(books) == 1:
@@ -110,7 +110,7 @@ def tool_call_run(*, actor: Actor, chat_id: int, reply_id: str, model: str, tool
             raise PermissionDenied("Lore is written only from the book owner's own chats (L-1).", field="chat",
                                    rule="L-1", code="not_owner_chat")
         arguments = _arguments(function.get("arguments"))
-        book = _target_book(chat, arguments)
+        book = _target_book(actor, chat, arguments)
         write = living.lore_write(
             actor=actor, book=book, tool=name, arguments=arguments,
             source=living.WriteSource(chat_id=chat.pk, reply_id=reply_id, model=model or chat.model_id),

@@ -14,6 +14,11 @@ class Character(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="characters")
     name = models.CharField(max_length=120)
     lineage = models.ForeignKey(Lineage, on_delete=models.PROTECT, related_name="characters")
+    # Who made it: they (or a tenant admin) may delete it; null (made before this was kept, or
+    # restored from a backup): admins only.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects: TenantScopedManager[Character] = TenantScopedManager()
@@ -58,6 +63,11 @@ class Attachment(models.Model):
     # Another tenant's book attached through its unlisted link: the token used. Once the
     # owner rotates the link the attachment stops (P-1); blank: attached by id.
     link_token = models.CharField(max_length=64, blank=True, default="")
+    # Who attached it: they, the book's owner or a tenant admin may detach it (null: made before
+    # this was kept).
+    attached_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects: TenantScopedManager[Attachment] = TenantScopedManager()

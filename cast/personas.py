@@ -93,7 +93,8 @@ def persona_import(
         character = Character.objects.for_tenant(actor.tenant).filter(lineage=lineage, name=name).first()
         created = character is None
         if character is None:
-            character = Character.objects.create(tenant=actor.tenant, name=name, lineage=lineage)
+            character = Character.objects.create(tenant=actor.tenant, name=name, lineage=lineage,
+                                                 created_by=actor.user)
         existing = Book.objects.for_tenant(actor.tenant).filter(lineage=lineage).first()
         # The lineage's one book: imported into when it exists, else made from the card's book.
         # A card without a book changes no book (I-1); the persona is still imported.

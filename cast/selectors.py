@@ -4,6 +4,14 @@ A chat reads the books of everything it involves; a book reached twice is used
 once, and in chats with several characters every book carries the name of the
 character it came from. A book that stopped reaching the chat (another
 tenant's book made private again) is left out with the reason.
+
+Private means the owner alone (P-1, issue 26.4): a private book of the tenant
+attached to a shared character, story or novel (or the whole tenant) is used
+only when the caller is its owner. Every other caller gets it in
+``books_left_out`` as "a private book", without its title, and meets none of
+its lore in the answers, the stored request logs, the lookup tool or the
+attachment listings. The rule is ``books.access.book_can_read``, applied to the
+books already loaded: no query of its own on the turn's path.
 """
 from __future__ import annotations
 
@@ -11,13 +19,14 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection
 from django.db.models import Model, Q, QuerySet
 
-from books.models import Book, Scope
+from books.access import book_can_read, book_is_owners_alone
+from books.models import Book, Entry, Scope
 from cast.models import Attachment, Character, Chat, RequestLog
 from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
@@ -138,17 +147,131 @@ class LeftOutBook:
     book_id: int
     title: str
     reason: str
+    # The book row (or the columns that decide who may read it), for the caller's view.
+    book: Book | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Gathering:
     books: list[GatheredBook]
     left_out: list[LeftOutBook]
+    # This gathering as each caller sees it (``gathering_for``), by what ``book_can_read`` asks of a caller.
+    views: dict[tuple[Any, ...], Gathering] = field(default_factory=dict, compare=False, repr=False)
+
+    @functools.cached_property
+    def owners_alone(self) -> bool:
+        """Whether some book here is a user's private one, which callers see differently (P-1).
+        Worked out once per gathering: the common turn's gathering is cached, so most turns pay nothing."""
+        return any(book_is_owners_alone(g.book) for g in self.books) or \
+            any(left.book is not None and book_is_owners_alone(left.book) for left in self.left_out)
 
 
-def attachment_status(tenant: Tenant, attachment: Attachment) -> tuple[bool, str | None]:
-    """Whether the attached book is injected, and if not, why (W-9)."""
-    return book_injectable_for(tenant, attachment.book, link_token=attachment.link_token)
+# What every caller but a private book's owner is told of it: that it is there, not what it is.
+PRIVATE_TITLE = "A private book"
+PRIVATE_REASON = "Private to its owner: only its owner's own calls use it (P-1)."
+
+
+def book_usable_by(actor: Actor, book: Book) -> bool:
+    """Whether ``actor``'s calls may use ``book`` gathered for one of their tenant's chats.
+
+    The tenant's own books follow the one rule of books (``book_can_read``: a private book is its
+    owner's alone); another tenant's book reached this far was shared with the tenant, and whether
+    it still is is ``book_injectable_for``'s to say (W-9, P-1). Reads loaded columns only.
+    """
+    return book.tenant_id != actor.tenant.pk or book_can_read(actor, book)
+
+
+def gathering_for(actor: Actor, gathering: Gathering) -> Gathering:
+    """``gathering`` as ``actor`` may use it: another user's private books move to ``left_out``,
+    untitled, with the reason. The same object back when nothing is hidden (the common turn)."""
+    if not gathering.owners_alone:
+        return gathering
+    # What book_can_read asks of the caller; a cached gathering then costs one dict lookup a turn.
+    key = (actor.tenant.pk, actor.user.pk if actor.user is not None else None, actor.can_read)
+    seen = gathering.views.get(key)
+    if seen is None:
+        if len(gathering.views) > 64:
+            gathering.views.clear()
+        seen = gathering.views[key] = _seen_by(actor, gathering)
+    return seen
+
+
+def _seen_by(actor: Actor, gathering: Gathering) -> Gathering:
+    hidden = [g for g in gathering.books if not book_usable_by(actor, g.book)]
+    renamed = [left for left in gathering.left_out if left.book is not None and not book_usable_by(actor, left.book)]
+    if not hidden and not renamed:
+        return gathering
+    hidden_ids = {g.book.pk for g in hidden}  # a gathering holds each book once
+    renamed_ids = {left.book_id for left in renamed}
+    books = [g for g in gathering.books if g.book.pk not in hidden_ids]
+    left_out = [replace(left, title=PRIVATE_TITLE, reason=PRIVATE_REASON) if left.book_id in renamed_ids else left
+                for left in gathering.left_out]
+    left_out += [LeftOutBook(book_id=g.book.pk, title=PRIVATE_TITLE, reason=PRIVATE_REASON, book=g.book)
+                 for g in hidden]
+    return Gathering(books=books, left_out=left_out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttachmentSeen:
+    """An attachment as one caller sees it: another user's private book is there, but untitled."""
+
+    injected: bool
+    reason: str | None
+    book_title: str
+    hidden: bool = False
+
+
+def attachment_seen(actor: Actor, attachment: Attachment) -> AttachmentSeen:
+    """Whether the attached book reaches ``actor``'s chats, and if not, why (W-9, P-1)."""
+    book = attachment.book
+    if not book_usable_by(actor, book):
+        return AttachmentSeen(injected=False, reason=PRIVATE_REASON, book_title=PRIVATE_TITLE, hidden=True)
+    injected, reason = book_injectable_for(actor.tenant, book, link_token=attachment.link_token)
+    return AttachmentSeen(injected=injected, reason=reason, book_title=book.title)
+
+
+def _as_id(value: Any) -> int | None:
+    # Stored logs name ids as integers, older ones as text.
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def request_logs_for(actor: Actor, logs: list[RequestLog]) -> list[RequestLog]:
+    """Stored request logs as ``actor`` may read them: rows of books they may not read are dropped.
+
+    A log keeps what its turn's caller could see (the owner's turns name their private books);
+    a reader sees it through today's rule, so a book made private later is hidden too, and one
+    made shared shows again. World-index rows name only an entry: its book is the one the log's
+    own rows give it (an indexed entry is logged), else the tenant's entry row says; a row whose
+    entry is found nowhere is dropped (its title may have been private). At most two queries a page.
+    """
+    book_ids: set[int] = set()
+    entry_books: dict[int, int] = {}
+    for log in logs:
+        for row in [*log.injections, *log.log]:
+            if (book := _as_id(row.get("book"))) is not None:
+                book_ids.add(book)
+                if (entry := _as_id(row.get("entry"))) is not None:
+                    entry_books[entry] = book
+    entry_ids = {e for log in logs for row in log.world_index if (e := _as_id(row.get("entry"))) is not None}
+    if unmapped := entry_ids - set(entry_books):
+        found = Entry.objects.for_tenant(actor.tenant).filter(pk__in=unmapped).values_list("pk", "book_id")
+        entry_books.update(dict(found))
+        book_ids.update(entry_books.values())
+    books = Book.objects.for_tenant(actor.tenant).filter(pk__in=book_ids).only("tenant_id", "owner_id", "visibility")
+    hidden = {book.pk for book in books if not book_usable_by(actor, book)} if book_ids else set()
+    if not hidden and all(e in entry_books for e in entry_ids):
+        return logs
+    for log in logs:
+        log.injections = [r for r in log.injections if _as_id(r.get("book")) not in hidden]
+        log.log = [r for r in log.log if _as_id(r.get("book")) not in hidden]
+        log.world_index = [r for r in log.world_index
+                           if (book := entry_books.get(_as_id(r.get("entry")))) is not None  # type: ignore[arg-type]
+                           and book not in hidden]
+    return logs
 
 
 def _book_joins(profile: str) -> tuple[str, ...]:
@@ -171,8 +294,14 @@ def _attached(tenant: Tenant, profile: str, **target: object) -> list[tuple[Book
 _TENANT_WIDE = Q(character_id=None, story_id=None, novel_id=None)
 
 
-def chat_books_gather(chat: Chat, *, profile: str) -> Gathering:
-    """The books a chat reads, in attachment order, each once (W-8, S-2)."""
+def chat_books_gather(chat: Chat, *, actor: Actor, profile: str) -> Gathering:
+    """The books ``actor``'s turn in ``chat`` reads, in attachment order, each once (W-8, S-2),
+    without other users' private books (left out, untitled: P-1)."""
+    return gathering_for(actor, _gather(chat, profile=profile))
+
+
+def _gather(chat: Chat, *, profile: str) -> Gathering:
+    """The books a chat reads for any caller of its tenant (cached: the caller's view comes after)."""
     tenant = chat.tenant
     ordered: list[GatheredBook] = []
 
@@ -285,17 +414,20 @@ def _server_unread(chat: Chat, used: set[int]) -> list[LeftOutBook]:
     # Plain tuples: this runs on every server turn, and usually finds nothing.
     rows = (
         Attachment.objects.for_tenant(chat.tenant).filter(targets).exclude(book_id__in=used)
-        .order_by("position", "id").values_list("book_id", "book__title", "character_id", "story_id", "novel_id")
+        .order_by("position", "id").values_list("book_id", "book__title", "character_id", "story_id", "novel_id",
+                                                "book__tenant_id", "book__owner_id", "book__visibility")
     )
     left_out: list[LeftOutBook] = []
-    for book_id, title, character_id, story_id, novel_id in rows:
+    for book_id, title, character_id, story_id, novel_id, book_tenant, owner, visibility in rows:
         if book_id in used:
             continue
         used.add(book_id)
         target = ("the character" if character_id else "the story" if story_id
                   else "the novel" if novel_id else "the whole tenant")
         reason = _SERVER_READS.format(target=target)
-        left_out.append(LeftOutBook(book_id=book_id, title=title, reason=reason[0].upper() + reason[1:]))
+        # The columns the caller's view needs (its title is hidden from all but a private book's owner).
+        book = Book(pk=book_id, tenant_id=book_tenant, owner_id=owner, visibility=visibility, title=title)
+        left_out.append(LeftOutBook(book_id=book_id, title=title, reason=reason[0].upper() + reason[1:], book=book))
     return left_out
 
 
@@ -309,7 +441,8 @@ def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
         seen.add(gathered.book.pk)
         injectable, reason = book_injectable_for(tenant, gathered.book, link_token=gathered.link_token)
         if not injectable:
-            left_out.append(LeftOutBook(book_id=gathered.book.pk, title=gathered.book.title, reason=reason or ""))
+            left_out.append(LeftOutBook(book_id=gathered.book.pk, title=gathered.book.title, reason=reason or "",
+                                        book=gathered.book))
             continue
         books.append(gathered)
     return Gathering(books=books, left_out=left_out)

@@ -505,7 +505,7 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
     request = _chat_channel(request, chat)
-    gathering = chat_books_gather(chat, profile=profile)
+    gathering = chat_books_gather(chat, actor=actor, profile=profile)
     meaning = _meaning_for(profile, gathering, request.messages)  # embeds before any lock
     answer = _turn_on(chat, gathering, request=request, profile=profile, state=chat.timed_state or {},
                       meaning=meaning)
@@ -536,7 +536,7 @@ def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswe
     chat = _chat_read(actor, chat_id)
     profile = _profile(actor, request.profile, chat)
     request = _chat_channel(request, chat)
-    return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, profile=profile),
+    return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, actor=actor, profile=profile),
                     state=chat.timed_state or {}, seed=f"chat-{chat.pk}", dry_run=True)
 
 
@@ -580,7 +580,7 @@ def stateless_turn(
     books = [GatheredBook(book=book_for_attach(actor, book_id=i), label=None, via="request") for i in book_ids]
     left_out = []
     if target:
-        gathered = chat_books_gather(_transient_chat(actor, target), profile=profile)
+        gathered = chat_books_gather(_transient_chat(actor, target), actor=actor, profile=profile)
         seen = {g.book.pk for g in books}
         books += [g for g in gathered.books if g.book.pk not in seen]
         left_out = gathered.left_out

@@ -37,6 +37,6 @@ class _DjangoCeleryNames:
 
 
 app.config_from_object(_DjangoCeleryNames())
-# Every installed app's tasks module (cast.tasks included), and the project's own.
+# Every installed app's tasks module, and the wiring's own (config.tasks: the ping and the worker probe).
 app.autodiscover_tasks()
-app.autodiscover_tasks(["lore_platform"])
+app.autodiscover_tasks(["config"])

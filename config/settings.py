@@ -244,7 +244,8 @@ LOREWEAVE_TRANSLATION_PACKAGES_DIR = Path(
 
 # --- AI jobs (A-1..A-3): any OpenAI-compatible chat-completions server ---------------
 # No base URL or model: generate answers "no model configured" and split uses the deterministic
-# splitter. A tenant admin may override them for the tenant (PUT /api/v1/jobs/model).
+# splitter. A tenant admin may choose among the operator's endpoints (MODEL_ENDPOINTS below) and
+# set the model name and key for the tenant (PUT /api/v1/jobs/model).
 LOREWEAVE_LLM_BASE_URL = os.environ.get("LOREWEAVE_LLM_BASE_URL", "").strip()
 LOREWEAVE_LLM_API_KEY = os.environ.get("LOREWEAVE_LLM_API_KEY", "").strip()
 LOREWEAVE_LLM_MODEL = os.environ.get("LOREWEAVE_LLM_MODEL", "").strip()
@@ -260,6 +261,19 @@ LOREWEAVE_SPLIT_CHUNK_CHARS = _env_int("LOREWEAVE_SPLIT_CHUNK_CHARS", 8_000)
 # Per tenant: jobs queued or running at once, and jobs started in any 24 hours.
 LOREWEAVE_JOBS_CONCURRENT = _env_int("LOREWEAVE_JOBS_CONCURRENT", 2)
 LOREWEAVE_JOBS_PER_DAY = _env_int("LOREWEAVE_JOBS_PER_DAY", 50)
+
+# --- where the server connects (issue 26, A-3; lore_platform/outbound.py) -------------------------
+# A URL a tenant gives never reaches loopback, private, link-local, unique-local, multicast or cloud
+# metadata addresses unless listed here: hosts, addresses or CIDRs, each optionally with :port
+# (e.g. "127.0.0.1:8080,10.0.0.0/8,llm.internal"). The operator's own model endpoints need no entry.
+OUTBOUND_ALLOW = _env_list("OUTBOUND_ALLOW", [])
+# The operator's model endpoints a tenant admin may choose from (besides LOREWEAVE_LLM_BASE_URL, the
+# "default"): JSON, [{"name": "local", "base_url": "http://127.0.0.1:8080/v1", "model": "qwen",
+# "api_key": "..."}], or "name=url" pairs separated by commas.
+MODEL_ENDPOINTS = os.environ.get("MODEL_ENDPOINTS", "").strip()
+# true: a tenant admin may also give the URL of a model server of its own (then checked by the rule
+# above, on save and on every connection). false (default): only the operator's endpoints.
+MODEL_TENANT_ENDPOINTS = _env_bool("MODEL_TENANT_ENDPOINTS", False)
 
 # --- API --------------------------------------------------------------------
 # Seconds a web process trusts a key it verified (0: check the database every call). A revoked

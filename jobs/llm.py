@@ -11,7 +11,13 @@
   refuses it (400 naming ``response_format``/``json_schema``) is asked again
   without it, and this client remembers that;
 - every failure becomes an ``LlmError`` with a ``code`` and a message a person
-  understands (bad key, rate limited, server error, timeout, unreachable).
+  understands (bad key, rate limited, server error, timeout, unreachable), in
+  the product's words: never the server's own answer (its body or status
+  code), so a job cannot be used to probe what listens where (issue 26);
+- connections obey the operator's rule on where the server may connect
+  (``lore_platform.outbound``): resolved and checked at connect time, the
+  checked address is the one connected to, no redirects followed. The
+  operator's own endpoint is allowed as configured (``LlmConfig.trusted``).
 
 ``parse_json`` is the tolerant reader for servers without structured output:
 fenced JSON, prose around it, a truncated last item (dropped).
@@ -29,6 +35,8 @@ from typing import Any, Protocol
 import json_repair
 import openai
 
+from lore_platform import outbound
+
 
 @dataclass(frozen=True, kw_only=True)
 class LlmConfig:
@@ -41,6 +49,9 @@ class LlmConfig:
     max_retries: int = 3
     retry_after_max: float = 30.0
     structured: bool = True
+    # Allow-list entries for this config's own server: the operator's endpoint ("host:port"); empty for a
+    # tenant's URL, which must pass OUTBOUND_ALLOW like any other.
+    trusted: tuple[str, ...] = ()
 
     @property
     def configured(self) -> bool:
@@ -134,6 +145,7 @@ class OpenAICompatible:
             api_key=config.api_key or "none",  # local servers need none; the client insists on a value
             timeout=config.timeout,
             max_retries=0,
+            http_client=outbound.http_client(timeout=config.timeout, extra_allow=config.trusted),
         )
 
     def complete(self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None,
@@ -164,23 +176,23 @@ class OpenAICompatible:
             if "response_format" in kwargs and _refuses_schema(error):
                 self._structured = False
                 return self._once(messages, schema, schema_name)
-            raise LlmError("model_bad_request", f"The model server refused the request (400): {error.message}") from error
+            raise LlmError("model_bad_request", "The model server refused the request as invalid.") from error
         except openai.AuthenticationError as error:
             raise LlmError(
                 "model_auth_failed",
-                "The model server refused the API key (401). An admin should check the model settings' key.",
+                "The model server refused the API key. An admin should check the model settings' key.",
             ) from error
         except openai.PermissionDeniedError as error:
-            raise LlmError("model_auth_failed", "The model server denied access to this model (403).") from error
+            raise LlmError("model_auth_failed", "The model server denied access to this model.") from error
         except openai.NotFoundError as error:
             raise LlmError(
                 "model_not_found",
-                f"The model server has no model {self.config.model!r} or no chat-completions endpoint (404).",
+                f"The model server has no model {self.config.model!r} or no chat-completions endpoint.",
             ) from error
         except openai.RateLimitError as error:
             failure = LlmError(
                 "model_rate_limited",
-                "The model server kept answering 'too many requests' (429); try again later.",
+                "The model server kept answering 'too many requests'; try again later.",
                 retryable=True,
             )
             failure.wait = _retry_after(error.response.headers)  # type: ignore[attr-defined]
@@ -192,6 +204,12 @@ class OpenAICompatible:
                 retryable=True,
             ) from error
         except openai.APIConnectionError as error:
+            refused = outbound.refusal_in(error)
+            if refused is not None:  # the rule, not the network: asking again cannot help
+                raise LlmError(
+                    "model_address_refused",
+                    f"The model server's address is not allowed: {refused} (A-3)",
+                ) from error
             raise LlmError(
                 "model_unreachable", f"The model server at {self.config.base_url} could not be reached.", retryable=True
             ) from error
@@ -199,14 +217,16 @@ class OpenAICompatible:
             retryable = error.status_code >= 500
             failure = LlmError(
                 "model_server_error",
-                f"The model server failed ({error.status_code}) and kept failing after retries."
-                if retryable else f"The model server answered {error.status_code}.",
+                "The model server failed and kept failing after retries."
+                if retryable else "The model server refused the request.",
                 retryable=retryable,
             )
             failure.wait = _retry_after(error.response.headers)  # type: ignore[attr-defined]
             raise failure from error
-        except openai.APIError as error:  # an answer the client cannot read
-            raise LlmError("model_bad_response", f"The model server's answer could not be read: {error}") from error
+        except (openai.APIError, json.JSONDecodeError) as error:  # an answer the client cannot read (not JSON at all)
+            raise LlmError("model_bad_response", "The model server's answer could not be read.") from error
+        if not hasattr(response, "choices"):  # a 200 that is not a chat completion (a text page): the client hands back text
+            raise LlmError("model_bad_response", "The model server's answer could not be read.")
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
         usage = response.usage

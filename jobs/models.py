@@ -66,12 +66,15 @@ class Job(models.Model):
 
 
 class TenantModelSettings(models.Model):
-    """An admin's override of the operator's model settings for one tenant; blank fields inherit."""
+    """An admin's choice among the operator's model settings for one tenant; blank fields inherit."""
 
     tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="model_settings")
     base_url = models.CharField(max_length=500, blank=True, default="")
     api_key = models.CharField(max_length=500, blank=True, default="")
     model = models.CharField(max_length=200, blank=True, default="")
+    # The name of one of the operator's endpoints (MODEL_ENDPOINTS, A-3); blank = the operator's default
+    # or, where the operator permits tenant endpoints, ``base_url``.
+    endpoint = models.CharField(max_length=100, blank=True, default="")
     updated_at = models.DateTimeField(default=timezone.now)
 
     objects: TenantScopedManager[TenantModelSettings] = TenantScopedManager()

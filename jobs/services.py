@@ -30,8 +30,9 @@ from books.access import access_book
 from books.formats import ImportedBook, ImportedEntry, normalise_text, write_native
 from books.imports import book_import_into, book_import_new
 from books.models import Entry, Profile
+from lore_platform import outbound
 from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
-from jobs import prompts, splitter
+from jobs import prompts, selectors, splitter
 from jobs.llm import Completion, LlmClient, LlmConfig, LlmError, NotJson, OpenAICompatible, Usage, parse_json
 from jobs.models import ACTIVE_STATES, FINAL_STATES, Job, JobKind, JobState, TenantModelSettings
 from jobs.selectors import model_config_for
@@ -554,17 +555,86 @@ def job_accept(
 # --- model settings -------------------------------------------------------------------------
 
 
+class AddressNotAllowed(DomainError):
+    """A model server the operator does not let this tenant use (A-3, issue 26)."""
+
+    status = 422
+    code = "address_not_allowed"
+
+
+# Why the outbound rule refused an address, as a page says it (lore_platform.outbound's reasons).
+_ADDRESS_KINDS = {
+    "metadata": Term("a cloud metadata address"),
+    "loopback": Term("a loopback address"),
+    "private": Term("a private network address"),
+    "link-local": Term("a link-local address"),
+    "unique-local": Term("a unique-local address"),
+    "multicast": Term("a multicast address"),
+    "unspecified": Term("the unspecified address"),
+    "reserved": Term("not a public internet address"),
+}
+
+
+def _tenant_url_check(value: str) -> str | None:
+    """An operator endpoint's name when ``value`` is its URL; else None once the URL passed the rule; else 422."""
+    endpoint = selectors.operator_endpoint_for_url(value)
+    if endpoint is not None:
+        return endpoint.name
+    if not settings.MODEL_TENANT_ENDPOINTS:
+        raise AddressNotAllowed(
+            "The operator does not let a workspace use a model server of its own; choose one of the "
+            "operator's endpoints: {names}.",
+            values={"names": ", ".join(selectors.operator_endpoints()) or "—"}, field="base_url", rule="A-3",
+        )
+    try:
+        outbound.url_check(value)
+    except outbound.OutboundRefused as refused:
+        if refused.reason == "scheme":
+            raise ValidationFailed("The base URL needs a host name or address.", field="base_url") from None
+        if refused.reason == "unresolvable":
+            raise AddressNotAllowed("The base URL's host {host} could not be resolved to an address.",
+                                    values={"host": refused.host}, field="base_url", rule="A-3",
+                                    details={"reason": refused.reason}) from None
+        raise AddressNotAllowed(
+            "The base URL's host {host} is {kind} ({address}); the server connects there only if the operator "
+            "allow-lists it.",
+            values={"host": refused.host, "kind": _ADDRESS_KINDS.get(refused.reason, _ADDRESS_KINDS["reserved"]),
+                    "address": refused.address},
+            field="base_url", rule="A-3", details={"reason": refused.reason},
+        ) from None
+    return None
+
+
 def model_settings_set(*, actor: Actor, **fields: str) -> TenantModelSettings:
-    """A tenant admin overrides the operator's model settings (blank = inherit)."""
+    """A tenant admin chooses the tenant's model: an operator endpoint (``endpoint``) or, where the operator
+    permits it, a URL of its own (``base_url``, checked against the outbound rule), and the model name and
+    key (blank = inherit). Nothing is stored when any field is refused.
+    """
     if not actor.is_admin or not actor.can_write:
         raise PermissionDenied("Only tenant admins (with a write key) change the model settings.", field="model")
     row = TenantModelSettings.objects.for_tenant(actor.tenant).first() or TenantModelSettings(tenant=actor.tenant)
-    for name in ("base_url", "api_key", "model"):
-        if name in fields and fields[name] is not None:
-            value = str(fields[name]).strip()
-            if name == "base_url" and value and not value.startswith(("http://", "https://")):
-                raise ValidationFailed("The base URL starts with http:// or https://.", field="base_url")
-            setattr(row, name, value)
+    values = {name: str(fields[name]).strip() for name in ("base_url", "api_key", "model", "endpoint")
+              if fields.get(name) is not None}
+    base_url, endpoint = values.get("base_url"), values.get("endpoint")
+    if base_url and endpoint:
+        raise ValidationFailed("Give either an operator endpoint or a base URL, not both.", field="base_url",
+                               rule="A-3")
+    if endpoint and endpoint not in selectors.operator_endpoints():
+        raise AddressNotAllowed("The operator has no model endpoint “{name}”; the endpoints are: {names}.",
+                                values={"name": endpoint, "names": ", ".join(selectors.operator_endpoints()) or "—"},
+                                field="endpoint", rule="A-3", code="no_such_endpoint")
+    if base_url:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValidationFailed("The base URL starts with http:// or https://.", field="base_url")
+        named = _tenant_url_check(base_url)
+        if named is not None:  # the operator's own URL typed in: that is choosing its endpoint
+            values["endpoint"], values["base_url"] = named, ""
+        else:
+            values["endpoint"] = ""
+    elif endpoint:
+        values["base_url"] = ""
+    for name, value in values.items():
+        setattr(row, name, value)
     row.updated_at = timezone.now()
     row.save()
     return row

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -332,9 +333,21 @@ class SplitForm(_TargetBookForm):
 
 
 class ModelSettingsForm(forms.Form):
-    base_url = forms.CharField(label=_("Base URL (blank: the operator's)"), required=False,
-                               widget=forms.TextInput(attrs={"placeholder": "http://127.0.0.1:8080/v1"}))
+    """The operator's endpoints to choose from; a URL of the workspace's own only where the operator permits it (A-3)."""
+
+    endpoint = forms.ChoiceField(label=_("Model server"), required=False, choices=())
+    base_url = forms.CharField(label=_("Or a model server of this workspace's own: base URL"), required=False,
+                               widget=forms.TextInput(attrs={"placeholder": "https://llm.example.com/v1"}))
     model = forms.CharField(label=_("Model (blank: the operator's)"), required=False)
     api_key = forms.CharField(label=_("API key (blank: keep the current one)"), required=False,
                               widget=forms.PasswordInput(attrs={"autocomplete": "off"}))
     clear_key = forms.BooleanField(label=_("Remove this workspace's key"), required=False)
+
+    def __init__(self, *args: Any, endpoints: Sequence[str] = (), tenant_endpoints: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choice = self.fields["endpoint"]
+        assert isinstance(choice, forms.ChoiceField)
+        choice.choices = [("", _("The operator's default")), *((name, name) for name in endpoints)]
+        if not tenant_endpoints:
+            del self.fields["base_url"]

@@ -11,7 +11,8 @@ from books.models import Book, LoreWrite
 from books.selectors import CanonMeter, book_canon_meter, book_list
 from books.tokens import model_tokenizer
 from cast.models import Attachment, Character, Chat, Novel, Story
-from cast.selectors import attachment_status
+from cast.selectors import attachment_seen
+from cast.services import may_undo
 from lore_platform.errors import DomainError
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import ApiKey, Tenant
@@ -79,9 +80,10 @@ def world_owners_with_attachments(actor: Actor, kind: str) -> list[dict[str, Any
     )
     attached: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
-        injected, reason = attachment_status(actor.tenant, row)
+        seen = attachment_seen(actor, row)  # another user's private book: there, but untitled (P-1)
         attached.setdefault(getattr(row, f"{kind}_id"), []).append(
-            {"attachment": row, "book": row.book, "injected": injected, "reason": reason})
+            {"attachment": row, "title": seen.book_title, "hidden": seen.hidden, "injected": seen.injected,
+             "reason": seen.reason, "may_detach": may_undo(actor, row.attached_by_id, row.book.owner_id)})
     return [{"owner": owner, "attachments": attached.get(owner.pk, [])} for owner in owners]
 
 

@@ -10,17 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from lore_platform.tenancy.actor import Actor
-from lore_platform.tenancy.models import Membership
-from lore_platform.tenancy.selectors import actor_for_user
+from lore_platform.tenancy.selectors import actor_for_user, user_memberships
 
 TENANT_KEY = "web_tenant"
-
-
-def user_memberships(user: Any) -> list[Membership]:
-    """The signed-in user's own memberships (read through the user: no tenant is chosen yet)."""
-    if not getattr(user, "is_authenticated", False):
-        return []
-    return list(user.memberships.select_related("tenant").order_by("tenant__name", "tenant_id"))
 
 
 def web_actor(request: HttpRequest) -> Actor | None:

@@ -77,7 +77,7 @@ class BookUsedOut(serializers.Serializer):
 
 class BookLeftOutOut(serializers.Serializer):
     id = serializers.IntegerField()
-    title = serializers.CharField()
+    title = serializers.CharField(help_text="\"A private book\" when it is another user's private book (P-1).")
     reason = serializers.CharField(help_text="Why the turn did not use it, in words.")
 
 

@@ -15,6 +15,7 @@ from cast.models import (
     RequestLog,
     Story,
 )
+from cast.selectors import AttachmentSeen
 from cast.turns import stored_rows_normalise
 
 # One choice set per concept, shared with the books API, so the schema names one enum each.
@@ -94,21 +95,22 @@ class AttachmentOut(serializers.Serializer):
     target = serializers.CharField()
     target_id = serializers.IntegerField(allow_null=True)
     book_id = serializers.IntegerField()
-    book_title = serializers.CharField()
+    book_title = serializers.CharField(help_text="\"A private book\" when it is another user's private book (P-1).")
     injected = serializers.BooleanField(help_text="False when the book stopped being injected here.")
     reason = serializers.CharField(allow_null=True, help_text="Why the book is not injected, if it is not.")
 
 
-def attachment_out(attachment: Attachment, injected: bool, reason: str | None) -> dict:
+def attachment_out(attachment: Attachment, seen: AttachmentSeen) -> dict:
+    """One attachment as the caller sees it: another user's private book is "A private book" (P-1)."""
     target_id = attachment.character_id or attachment.story_id or attachment.novel_id
     return {
         "id": attachment.pk,
         "target": attachment.target_kind,
         "target_id": target_id,
         "book_id": attachment.book_id,
-        "book_title": attachment.book.title,
-        "injected": injected,
-        "reason": reason,
+        "book_title": seen.book_title,
+        "injected": seen.injected,
+        "reason": seen.reason,
     }
 
 

@@ -81,11 +81,14 @@ class CharacterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantV
             tenant=self.actor.tenant,
             name=data.validated_data["name"],
             lineage_key=data.validated_data.get("lineage_key") or None,
+            created_by=self.actor.user,
         )
         return Response(s.CharacterOut(character).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="Delete a character (its creator or a tenant admin)",
+                   description="403 `permission_denied` (S-1) for any other member; its chats stay, without it.")
     def destroy(self, request: Request, pk: str) -> Response:
-        character_delete(tenant=self.actor.tenant, character=self.get_object())
+        character_delete(actor=self.actor, character=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -156,7 +159,7 @@ class AttachmentViewSet(mixins.ListModelMixin, TenantViewSet):
     @extend_schema(responses=s.AttachmentOut(many=True))
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        rows = [s.attachment_out(a, *cast_selectors.attachment_status(self.actor.tenant, a)) for a in page]
+        rows = [s.attachment_out(a, cast_selectors.attachment_seen(self.actor, a)) for a in page]
         return self.get_paginated_response(rows)
 
     @extend_schema(request=s.AttachmentIn, responses={201: s.AttachmentOut})
@@ -170,9 +173,12 @@ class AttachmentViewSet(mixins.ListModelMixin, TenantViewSet):
             book_id=data.validated_data.get("book_id"),
             link_token=data.validated_data.get("link_token") or None,
         )
-        body = s.attachment_out(attachment, *cast_selectors.attachment_status(self.actor.tenant, attachment))
+        body = s.attachment_out(attachment, cast_selectors.attachment_seen(self.actor, attachment))
         return Response(body, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="Detach a book (whoever attached it, the book's owner or a tenant admin)",
+                   description="403 `permission_denied` (S-1) for any other member. Another user's private book "
+                   "is listed as \"A private book\", not injected for this caller, without its title (P-1).")
     def destroy(self, request: Request, pk: str) -> Response:
         attachment_delete(actor=self.actor, attachment_id=int(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -212,7 +218,7 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
     def lore(self, request: Request, pk: str, entry_id: str) -> Response:
         chat = cast_selectors.chat_get(actor=self.actor, chat_id=int(pk))
         profile = chat.profile or self.actor.tenant.default_profile
-        gathering = cast_selectors.chat_books_gather(chat, profile=profile)
+        gathering = cast_selectors.chat_books_gather(chat, actor=self.actor, profile=profile)
         return Response(lore_lookup([g.book for g in gathering.books], entry_id))
 
     @extend_schema(request=s.ToolCallIn, responses={200: s.ToolCallOut}, tags=["living world"],
@@ -244,6 +250,7 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
     def requests(self, request: Request, pk: str) -> Response:
         chat = cast_selectors.chat_get(actor=self.actor, chat_id=int(pk))
         page = self.paginate_queryset(cast_selectors.chat_request_logs(actor=self.actor, chat=chat))
+        page = cast_selectors.request_logs_for(self.actor, list(page or []))
         return self.get_paginated_response(s.RequestLogOut(page, many=True).data)
 
 

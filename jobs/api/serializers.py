@@ -37,9 +37,22 @@ class AcceptIn(serializers.Serializer):
 
 
 class ModelSettingsIn(serializers.Serializer):
-    base_url = serializers.CharField(required=False, allow_blank=True, help_text="e.g. http://127.0.0.1:8080/v1")
+    endpoint = serializers.CharField(
+        required=False, allow_blank=True,
+        help_text="One of the operator's model endpoints by name (see `endpoints`); blank = the operator's default.")
+    base_url = serializers.CharField(
+        required=False, allow_blank=True,
+        help_text="A model server of the tenant's own, e.g. https://llm.example.com/v1: only when the operator "
+                  "permits tenant endpoints (`tenant_endpoints`), and never a loopback, private, link-local or "
+                  "metadata address the operator has not allow-listed (422 `address_not_allowed`, A-3). "
+                  "The URL of one of the operator's endpoints chooses that endpoint.")
     api_key = serializers.CharField(required=False, allow_blank=True, write_only=True)
     model = serializers.CharField(required=False, allow_blank=True)
+
+
+class EndpointOut(serializers.Serializer):
+    name = serializers.CharField()
+    model = serializers.CharField(help_text="Its default model; blank = the operator's LOREWEAVE_LLM_MODEL.")
 
 
 class ModelSettingsOut(serializers.Serializer):
@@ -48,6 +61,9 @@ class ModelSettingsOut(serializers.Serializer):
     model = serializers.CharField()
     api_key_set = serializers.BooleanField()
     overridden = serializers.ListField(child=serializers.CharField())
+    endpoint = serializers.CharField(help_text="The operator endpoint in force; blank = the tenant's own URL or none.")
+    endpoints = EndpointOut(many=True, help_text="The operator's endpoints a tenant admin may choose.")
+    tenant_endpoints = serializers.BooleanField(help_text="Whether the operator permits a `base_url` of the tenant's own.")
 
 
 class UsageOut(serializers.Serializer):

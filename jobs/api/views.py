@@ -150,8 +150,9 @@ class ModelSettingsView(TenantAPIView):
         self._admin_check()
         return Response(selectors.model_settings_describe(self.actor.tenant))
 
-    @extend_schema(request=ModelSettingsIn, responses={200: ModelSettingsOut, 400: ERROR, 401: ERROR, 403: ERROR},
-                   summary="Override the operator's model settings for this tenant (blank = inherit)")
+    @extend_schema(request=ModelSettingsIn,
+                   responses={200: ModelSettingsOut, 400: ERROR, 401: ERROR, 403: ERROR, 422: ERROR},
+                   summary="Choose this tenant's model among the operator's endpoints (blank = inherit)")
     def put(self, request: Request) -> Response:
         self._admin_check()
         data = _parse(ModelSettingsIn, request.data)

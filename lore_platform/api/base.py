@@ -15,6 +15,12 @@ from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.permissions import IsTenantActor, request_actor
 
 
+def _sealed(cls: type, base: type) -> None:
+    # The tenant scope is applied here once; a subclass narrows ``scoped_queryset`` instead.
+    if cls is not base and "get_queryset" in vars(cls):
+        raise TypeError(f"{cls.__name__} may not override get_queryset: narrow scoped_queryset instead")
+
+
 class TenantAPIMixin:
     permission_classes = [IsTenantActor]
     # Scope an unsafe method needs; read-only POSTs (previews, stateless context) lower it.
@@ -33,6 +39,10 @@ class TenantAPIView(TenantAPIMixin, APIView):
 
 
 class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):  # type: ignore[type-arg]
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _sealed(cls, TenantGenericAPIView)
+
     def scoped_queryset(self, actor: Actor) -> QuerySet[Any]:
         raise NotImplementedError
 
@@ -41,6 +51,10 @@ class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):  # type: ig
 
 
 class TenantViewSet(TenantAPIMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _sealed(cls, TenantViewSet)
+
     def scoped_queryset(self, actor: Actor) -> QuerySet[Any]:
         raise NotImplementedError
 

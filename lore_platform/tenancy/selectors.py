@@ -162,6 +162,14 @@ def actor_for_user(user: User, tenant_slug: str | None) -> Actor | None:
     return Actor(tenant=chosen[0].tenant, user=user, role=chosen[0].role)
 
 
+def user_memberships(user: Any) -> list[Membership]:
+    """A signed-in user's own memberships, in every tenant (the workspace switcher: no tenant is chosen yet)."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    return list(Membership.objects.unscoped().select_related("tenant").filter(user=user)
+                .order_by("tenant__name", "tenant_id"))
+
+
 def tenant_memberships(tenant: Tenant) -> list[Membership]:
     return list(Membership.objects.for_tenant(tenant).select_related("user").order_by("created_at"))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -32,17 +32,23 @@ REGEX_OVERRUN_CODE = "regex_timeout"
 
 
 class RegexBudget:
-    """The regex time left to one turn, and the keys that overran it (key as written -> reason)."""
+    """The regex time left to one turn, and the keys that overran it (key as written -> reason).
 
-    def __init__(self, *, key_timeout: float = KEY_TIMEOUT, turn_budget: float = TURN_BUDGET) -> None:
+    ``clock`` is injectable so the budget's arithmetic is tested without wall time (each search's own
+    timeout is still enforced by the ``regex`` module on the real clock).
+    """
+
+    def __init__(self, *, key_timeout: float = KEY_TIMEOUT, turn_budget: float = TURN_BUDGET,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.key_timeout = key_timeout
         self.turn_budget = turn_budget
-        self.deadline = time.monotonic() + turn_budget
+        self.clock = clock
+        self.deadline = clock() + turn_budget
         self.overruns: dict[str, str] = {}
 
     def timeout(self) -> tuple[float, bool]:
         """(seconds the next search may take, whether the turn's budget is what limits it)."""
-        left = self.deadline - time.monotonic()
+        left = self.deadline - self.clock()
         if left < self.key_timeout:
             return max(left, _MIN_TIMEOUT), True
         return self.key_timeout, False
@@ -52,9 +58,10 @@ _current: ContextVar[RegexBudget | None] = ContextVar("regex_budget", default=No
 
 
 @contextmanager
-def regex_budget(*, key_timeout: float = KEY_TIMEOUT, turn_budget: float = TURN_BUDGET) -> Iterator[RegexBudget]:
+def regex_budget(*, key_timeout: float = KEY_TIMEOUT, turn_budget: float = TURN_BUDGET,
+                 clock: Callable[[], float] = time.monotonic) -> Iterator[RegexBudget]:
     """Run one turn's matching under a fresh budget; read ``overruns`` afterwards."""
-    budget = RegexBudget(key_timeout=key_timeout, turn_budget=turn_budget)
+    budget = RegexBudget(key_timeout=key_timeout, turn_budget=turn_budget, clock=clock)
     token = _current.set(budget)
     try:
         yield budget

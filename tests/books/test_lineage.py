@@ -21,7 +21,7 @@ def test_book_survives_delete_and_reimport(tenant_a):
     book = services.persona_book_get_or_create(actor=actor, lineage=ada.lineage, title="Ada's lore")
     services.entries_create_bulk(actor=actor, book=book, entries=[{"title": "Engine", "content": "Analytical."}])
 
-    character_delete(tenant=tenant_a.tenant, character=ada)
+    character_delete(actor=admin_actor(tenant_a), character=ada)
     assert not Character.objects.for_tenant(tenant_a.tenant).exists()
     assert Book.objects.for_tenant(tenant_a.tenant).filter(pk=book.pk).exists()
 
@@ -51,7 +51,7 @@ def test_the_250_limit_is_per_lineage_across_reimports(tenant_a):
     ada = character_import(tenant=tenant_a.tenant, name="Ada")
     book = services.persona_book_get_or_create(actor=actor, lineage=ada.lineage)
     fill(book, 250)
-    character_delete(tenant=tenant_a.tenant, character=ada)
+    character_delete(actor=admin_actor(tenant_a), character=ada)
     again = character_import(tenant=tenant_a.tenant, name="Ada")
     same = services.persona_book_get_or_create(actor=actor, lineage=again.lineage)
     with pytest.raises(LimitExceeded) as exc_info:

@@ -9,8 +9,12 @@ from tests.jobs.llm_server import LlmServer
 
 
 @pytest.fixture
-def llm_server() -> Iterator[LlmServer]:
+def llm_server(settings: Any) -> Iterator[LlmServer]:
+    """The local test server on 127.0.0.1. The operator allow-lists exactly its address and port and permits
+    tenant endpoints, so a tenant admin may point the tenant at it (issue 26: nothing else on loopback)."""
     server = LlmServer().start()
+    settings.OUTBOUND_ALLOW = [*getattr(settings, "OUTBOUND_ALLOW", []), f"127.0.0.1:{server.port}"]
+    settings.MODEL_TENANT_ENDPOINTS = True
     yield server
     server.stop()
 

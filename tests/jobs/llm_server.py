@@ -93,8 +93,12 @@ class LlmServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> LlmServer:
         self._thread.start()

@@ -260,7 +260,8 @@ def test_a_tenant_admin_points_the_tenant_at_its_own_model(tenant_a, tenant_b, l
                                                            "api_key": "sk-tenant"}, format="json")
     assert put.status_code == 200
     assert put.json() == {"configured": True, "base_url": llm_server.base_url, "model": "tenant-model",
-                          "api_key_set": True, "overridden": ["api_key", "base_url", "model"]}
+                          "api_key_set": True, "overridden": ["api_key", "base_url", "model"],
+                          "endpoint": "", "endpoints": [], "tenant_endpoints": True}
     llm_server.script(completion(entries_json([lore(f"Isle {n}", f"The isle {n} has a lighthouse.") for n in range(4)])))
     with django_capture_on_commit_callbacks(execute=True):
         job = tenant_a.admin_client.post("/api/v1/jobs/generate", {"description": "Isles"}, format="json").json()

@@ -55,8 +55,9 @@ def test_another_member_does_not_see_the_job(tenant_a, no_model, django_capture_
     assert client.get("/api/v1/jobs").json()["count"] == 0
 
 
-def test_model_settings_are_the_admins(tenant_a, anon_client, no_model):
-    body = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+def test_model_settings_are_the_admins(tenant_a, anon_client, no_model, settings):
+    settings.MODEL_ENDPOINTS = "local=http://127.0.0.1:9/v1"  # the operator's endpoint, chosen by name
+    body = {"endpoint": "local", "model": "m"}
     assert anon_client.put("/api/v1/jobs/model", body, format="json").status_code == 401
     assert tenant_a.member_client.put("/api/v1/jobs/model", body, format="json").status_code == 403
     assert tenant_a.admin_client.get("/api/v1/jobs/model").json()["configured"] is False

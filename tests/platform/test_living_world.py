@@ -363,7 +363,7 @@ def test_a_regenerated_reply_reverts_both_its_writes(tenant_a, validate):
     assert sorted(w["state"] for w in response.json()["reverted"]) == ["undone", "undone"]
     salt.refresh_from_db()
     assert salt.content == original and set(_entries(book)) == {"Salt", "Old Mill"}
-    assert LoreWrite.objects.get(pk=kept["write"]).state == "applied"
+    assert LoreWrite.objects.unscoped().get(pk=kept["write"]).state == "applied"
 
 
 def test_a_reply_revert_is_all_or_nothing(tenant_a):
@@ -373,7 +373,7 @@ def test_a_reply_revert_is_all_or_nothing(tenant_a):
     created = _create(tenant_a.member_client, chat, reply="r1")["result"]["entry"]
     _call(tenant_a.member_client, chat, "lore_append", reply="r1", entry=salt.pk, text="Black salt is forbidden.")
     # The newest write (the append) would undo cleanly; the older one's entry was edited by hand.
-    Entry.objects.filter(pk=created).update(content="Rewritten by hand, on purpose.")
+    Entry.objects.unscoped().filter(pk=created).update(content="Rewritten by hand, on purpose.")
     before = {e.pk: e.content for e in _entries(book).values()}
     response = tenant_a.member_client.post(f"/api/v1/chats/{chat}/replies/r1/revert")
     assert response.status_code == 409 and response.json()["error"]["code"] == "undo_conflict"

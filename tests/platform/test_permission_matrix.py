@@ -332,3 +332,115 @@ def test_another_tenant_lists_none_of_a(world, tenant_b):
             text = response.content.decode()
             for needle in ("Ilsa", "The Crossing", "Tides", "Varn is a river city", "invited@tenant-a.test"):
                 assert needle not in text, (op.path, needle)
+
+
+# --- inside one tenant: a member against another member's and an admin's private book (issue 26.4) ----
+# A private book attached to a shared character is its owner's alone (P-1): every path that could
+# carry its lore answers the member nothing of it, and deleting or detaching what the owner made is
+# refused with nothing changed (S-1: the creator, the attacher, the book's owner or an admin).
+
+SECRET_LORE = "Only the owner knows the salt vault opens at low tide."
+SECRET_TITLE = "Owner's salt ledger"
+SECRET_ENTRY = "Salt vault"
+SECRET_TURN = {"messages": [{"role": "user", "text": "Where is the salt vault?"}], "profile": "classic"}
+
+# (method, path, body, status for a member who is not the owner)
+PRIVATE_ROWS: list[tuple[str, str, Any, int]] = [
+    ("post", "/api/v1/chats/{chat}/context", SECRET_TURN, 200),
+    ("post", "/api/v1/chats/{chat}/preview", {"message": "the salt vault"}, 200),
+    ("get", "/api/v1/chats/{chat}/requests", None, 200),
+    ("get", "/api/v1/chats/{chat}/lore/{entry}", None, 404),
+    ("post", "/api/v1/chats/{own_chat}/context", SECRET_TURN, 200),
+    ("get", "/api/v1/chats/{own_chat}/requests", None, 200),
+    ("get", "/api/v1/chats/{own_chat}/lore/{entry}", None, 404),
+    ("post", "/api/v1/context", {**SECRET_TURN, "character_id": "{character}"}, 200),
+    ("post", "/api/v1/context", {**SECRET_TURN, "book_ids": ["{book}"]}, 404),
+    ("get", "/api/v1/attachments", None, 200),
+    ("get", "/api/v1/characters/{character}", None, 200),
+    ("get", "/api/v1/books", None, 200),
+    ("get", "/api/v1/books/{book}", None, 404),
+    ("get", "/api/v1/books/{book}/entries", None, 404),
+    ("get", "/api/v1/books/{book}/lore/{entry}", None, 404),
+    ("post", "/api/v1/books/{book}/preview", {"message": "the salt vault"}, 404),
+    ("delete", "/api/v1/characters/{character}", None, 403),
+    ("delete", "/api/v1/attachments/{attachment}", None, 403),
+]
+
+
+def _filled(value: Any, ids: dict[str, int]) -> Any:
+    if isinstance(value, str):
+        for name, number in ids.items():
+            if value == "{" + name + "}":
+                return number
+            value = value.replace("{" + name + "}", str(number))
+        return value
+    if isinstance(value, list):
+        return [_filled(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: _filled(v, ids) for k, v in value.items()}
+    return value
+
+
+def _owners_private_world(setup: Any, owner: Any, client: Any, caller: Any) -> dict[str, int]:
+    """``owner``'s private book on a character they made, their chat with a turn stored, and the caller's
+    own chat with that character."""
+    from books.models import Book, Scope
+
+    book = Book.objects.create(tenant=setup.tenant, owner=owner, profile=Profile.CLASSIC, scope=Scope.PERSONAL,
+                               title=SECRET_TITLE)
+    entry = make_entry(book, title=SECRET_ENTRY, keys=["salt vault"], content=SECRET_LORE)
+    character = client.post("/api/v1/characters", {"name": "Tessa"}, format="json").json()["id"]
+    attachment = client.post("/api/v1/attachments", {"target": "character", "target_id": character,
+                                                     "book_id": book.pk}, format="json").json()["id"]
+    chat = client.post("/api/v1/chats", {"kind": "character", "character_id": character}, format="json").json()["id"]
+    own = client.post(f"/api/v1/chats/{chat}/context", SECRET_TURN, format="json").json()
+    assert SECRET_LORE in [i["content"] for i in own["injections"]], "the owner's own turn uses the book"
+    own_chat = caller.post("/api/v1/chats", {"kind": "character", "character_id": character},
+                           format="json").json()["id"]
+    return {"book": book.pk, "entry": entry.pk, "character": character, "attachment": attachment, "chat": chat,
+            "own_chat": own_chat}
+
+
+def _second_member(setup: Any) -> tuple[Any, Any]:
+    from lore_platform.tenancy.models import Membership
+    from lore_platform.tenancy.services import (
+        api_key_create,
+        membership_set,
+        user_get_or_create,
+    )
+
+    user = user_get_or_create(email="second-member@alpha.test")
+    membership_set(tenant=setup.tenant, user=user, role=Membership.Role.MEMBER)
+    key = api_key_create(tenant=setup.tenant, name="second", scopes=["read", "write"], user=user)
+    return user, setup.client(key.secret)
+
+
+@pytest.mark.parametrize("owner_kind", ["admin", "member"])
+def test_a_member_meets_nothing_of_anothers_private_book(tenant_a, owner_kind):
+    caller = tenant_a.member_client
+    if owner_kind == "admin":
+        owner, owner_client = tenant_a.admin, tenant_a.admin_client
+    else:
+        owner, owner_client = _second_member(tenant_a)
+    ids = _owners_private_world(tenant_a, owner, owner_client, caller)
+    leaks, wrong = [], []
+    for method, path, body, status in PRIVATE_ROWS:
+        path, body = _filled(path, ids), _filled(body, ids)
+        before = _db_state() if status >= 400 else None
+        response = getattr(caller, method)(path, body, format="json") if body is not None else \
+            getattr(caller, method)(path)
+        if response.status_code != status:
+            wrong.append((method, path, response.status_code, response.content[:200]))
+        text = response.content.decode()
+        leaks += [(method, path, needle) for needle in (SECRET_LORE, SECRET_TITLE, SECRET_ENTRY) if needle in text]
+        if before is not None:
+            changed = [label for label, rows in _db_state().items() if before[label] != rows]
+            assert not changed, (method, path, changed)
+    assert wrong == [] and leaks == []
+    # The same paths do carry the book to its owner: the rows above are about who, not what.
+    for method, path, body in [("post", "/api/v1/chats/{chat}/context", SECRET_TURN),
+                               ("get", "/api/v1/chats/{chat}/lore/{entry}", None),
+                               ("post", "/api/v1/context", {**SECRET_TURN, "character_id": "{character}"})]:
+        path, body = _filled(path, ids), _filled(body, ids)
+        response = getattr(owner_client, method)(path, body, format="json") if body else owner_client.get(path)
+        assert SECRET_LORE in response.content.decode(), path

@@ -6,13 +6,11 @@ request log and the editor say why.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from cast.models import RequestLog
 from retrieval.engine.matching import KeyMatcher, KeyPattern
-from retrieval.engine.regex_budget import KEY_TIMEOUT, regex_budget
+from retrieval.engine.regex_budget import KEY_TIMEOUT, RegexBudget, regex_budget
 from tests.books.factories import make_book, make_entry
 
 pytestmark = pytest.mark.django_db
@@ -37,22 +35,19 @@ def _setup(setup, profile):
 
 
 def _turn(setup, chat, text):
-    started = time.perf_counter()
     response = setup.admin_client.post(
         f"/api/v1/chats/{chat}/context",
         {"messages": [{"role": "user", "name": "Ana", "text": text}], "model": MODEL}, format="json",
     )
-    elapsed = time.perf_counter() - started
     assert response.status_code == 200, response.content
-    return response.json(), elapsed
+    return response.json()
 
 
 @pytest.mark.parametrize("profile", ["classic", "sillytavern"])
 def test_catastrophic_regex_key_is_skipped_logged_and_flagged(tenant_a, profile):
     book, chat, entries = _setup(tenant_a, profile)
-    for _ in range(2):  # and again on the next turn: still in time, never a held worker
-        body, elapsed = _turn(tenant_a, chat, ATTACK)
-        assert elapsed < 1.0
+    for _ in range(2):  # and again on the next turn: skipped again, never a held worker
+        body = _turn(tenant_a, chat, ATTACK)
         injected = {i["entry"] for i in body["injections"]}
         assert injected == {entries["good"].pk, entries["sane"].pk}
         rows = {row["entry"]: row for row in body["request_log"]}
@@ -73,28 +68,46 @@ def test_catastrophic_regex_key_is_skipped_logged_and_flagged(tenant_a, profile)
                                            {"keys": ["/a+!/"]}, format="json")
     assert response.status_code == 200, response.content
     assert "regex_timeout" not in [w["code"] for w in response.json()["warnings"]]
-    body, _ = _turn(tenant_a, chat, "aaa!")
+    body = _turn(tenant_a, chat, "aaa!")
     assert entries["evil"].pk in {i["entry"] for i in body["injections"]}
 
 
 def test_a_key_that_fits_the_budget_matches_as_before(tenant_a):
     _, chat, entries = _setup(tenant_a, "classic")
-    body, _ = _turn(tenant_a, chat, "the keeper of the lighthouse")
+    body = _turn(tenant_a, chat, "the keeper of the lighthouse")
     assert {i["entry"] for i in body["injections"]} == {entries["good"].pk, entries["sane"].pk}
     assert not any(row.get("warnings") for row in body["request_log"])
 
 
 def test_the_turn_budget_bounds_many_slow_keys():
-    # Twenty catastrophic keys: each could take KEY_TIMEOUT, but the turn's budget stops them all.
+    # Twenty catastrophic keys: each could take KEY_TIMEOUT, but once the turn's budget is spent the
+    # rest get the minimum. The budget's clock is injected: the first search finds the turn fresh,
+    # every later one finds it past its deadline, whatever the machine's load.
     keys = [KeyPattern(text=f"/(a+)+$|q{i}/", regex=True) for i in range(20)]
     matcher = KeyMatcher(keys)
-    started = time.perf_counter()
-    with regex_budget(turn_budget=0.2) as budget:
+    readings = iter([0.0, 0.0])  # the budget's start, the first key's look
+
+    def clock() -> float:
+        return next(readings, 1.0)
+
+    with regex_budget(turn_budget=0.2, clock=clock) as budget:
         assert matcher.find_first(["a" * 5000 + "!"]) == {}
-    assert time.perf_counter() - started < 0.2 + 20 * 0.01 + 0.5
-    assert len(budget.overruns) == 20
-    assert any("budget" in reason for reason in budget.overruns.values())
+    reasons = sorted(budget.overruns.values())
+    assert len(reasons) == 20
+    assert reasons.count(f"took longer than {KEY_TIMEOUT * 1000:.0f} ms") == 1
+    assert reasons.count("the turn's regex budget (200 ms) was spent") == 19
     assert KEY_TIMEOUT * 20 > 0.2
+
+
+def test_a_fresh_budget_gives_each_key_its_own_timeout_until_the_turn_runs_low():
+    now = [0.0]
+    budget = RegexBudget(key_timeout=0.05, turn_budget=0.25, clock=lambda: now[0])
+    assert budget.timeout() == (0.05, False)
+    now[0] = 0.21  # 40 ms left: less than one key's timeout
+    left, spent = budget.timeout()
+    assert spent and left == pytest.approx(0.04)
+    now[0] = 0.3
+    assert budget.timeout() == (0.001, True)
 
 
 @pytest.mark.parametrize("profile,rule", [("classic", "C-5"), ("sillytavern", "C-5"), ("server", "S-3")])
@@ -104,11 +117,7 @@ def test_keys_per_entry_and_characters_per_key_are_limited(tenant_a, profile, ru
     client = tenant_a.admin_client
     assert client.post(url, {"content": "x", "keys": [f"k{i}" for i in range(500)]}, format="json").status_code == 201
     assert client.post(url, {"content": "x", "keys": ["k" * 500]}, format="json").status_code == 201
-    started = time.perf_counter()
     too_many = client.post(url, {"content": "x", "keys": [f"k{i}" for i in range(100_000)]}, format="json")
-    # Mostly parsing the 1 MB body; the limit is checked before any key is processed (loose bound:
-    # the machine is shared).
-    assert time.perf_counter() - started < 2.0
     assert too_many.status_code == 422
     error = too_many.json()["error"]
     assert (error["field"], error["rule"]) == ("keys", rule)

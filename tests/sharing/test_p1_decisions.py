@@ -1,4 +1,4 @@
-"""The two P-1 decisions (README "Sharing"): a public book keeps 10 entries (deletion refused),
+"""The two P-1 decisions (docs/api.md "Sharing"): a public book keeps 10 entries (deletion refused),
 and a rotated unlisted link stops the attachments made through the old one."""
 from __future__ import annotations
 

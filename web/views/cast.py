@@ -99,7 +99,7 @@ def characters(request: HttpRequest) -> HttpResponse:
     form = CharacterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         with refusal_on_form(form) as refused:
-            character_import(tenant=actor.tenant, name=form.cleaned_data["name"])
+            character_import(tenant=actor.tenant, name=form.cleaned_data["name"], created_by=actor.user)
         if not refused:
             return redirect("web-characters")
     return _owners_page(request, "character", create=form, status=400 if form.errors else 200)

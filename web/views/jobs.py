@@ -265,12 +265,18 @@ def job_model_settings(request: HttpRequest) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     if not actor.is_admin:
         raise PermissionDenied(_("Only workspace admins see and change the model settings."), field="model")
-    form = ModelSettingsForm(request.POST or None)
+    current = selectors.model_settings_describe(actor.tenant)
+    choices = {"endpoints": [e["name"] for e in current["endpoints"]], "tenant_endpoints": current["tenant_endpoints"]}
+    form = ModelSettingsForm(request.POST or None, **choices)
     status = 200
     if request.method == "POST":
         if form.is_valid():
             data = form.cleaned_data
-            fields = {"base_url": data["base_url"], "model": data["model"]}
+            # A URL of the workspace's own replaces the endpoint chosen; without one the choice counts.
+            if data.get("base_url"):
+                fields = {"base_url": data["base_url"], "model": data["model"]}
+            else:
+                fields = {"endpoint": data["endpoint"], "base_url": "", "model": data["model"]}
             if data["clear_key"]:
                 fields["api_key"] = ""
             elif data["api_key"]:
@@ -283,8 +289,10 @@ def job_model_settings(request: HttpRequest) -> HttpResponse:
             status = refused.status
         else:
             status = 400
-    current = selectors.model_settings_describe(actor.tenant)
     if request.method != "POST":
-        form = ModelSettingsForm(initial={"base_url": current["base_url"] if "base_url" in current["overridden"] else "",
-                                          "model": current["model"] if "model" in current["overridden"] else ""})
+        own = "base_url" in current["overridden"]
+        form = ModelSettingsForm(initial={"base_url": current["base_url"] if own else "",
+                                          "endpoint": current["endpoint"] if "endpoint" in current["overridden"] else "",
+                                          "model": current["model"] if "model" in current["overridden"] else ""},
+                                 **choices)
     return render(request, "web/job_model.html", {"form": form, "current": current}, status=status)
