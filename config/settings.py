@@ -357,6 +357,8 @@ LOGIN_FAILURE_WINDOW_SECONDS = _env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
 LOGIN_LOCKOUT_SECONDS = _env_int("LOGIN_LOCKOUT_SECONDS", 900)
 SIGNUPS_PER_ADDRESS = _env_int("SIGNUPS_PER_ADDRESS", 5)
 SIGNUP_WINDOW_SECONDS = _env_int("SIGNUP_WINDOW_SECONDS", 3600)
+# Invitations a tenant may send per day (each one mails an address its admin chose).
+INVITATIONS_PER_TENANT_PER_DAY = _env_int("INVITATIONS_PER_TENANT_PER_DAY", 50)
 # Behind n trusted reverse proxies, the client address is the n-th from the right of X-Forwarded-For.
 CLIENT_ADDRESS_PROXIES = _env_int("CLIENT_ADDRESS_PROXIES", 0)
 # Mail (invitations, sign-up confirmations): SMTP when EMAIL_HOST is set, else the console — the

@@ -56,6 +56,11 @@ def signup_address_limit() -> Limit:
                  window=settings.SIGNUP_WINDOW_SECONDS, lockout=settings.SIGNUP_WINDOW_SECONDS)
 
 
+def invitation_tenant_limit() -> Limit:
+    return Limit(name="invite-tenant", attempts=settings.INVITATIONS_PER_TENANT_PER_DAY, window=86400,
+                 lockout=86400)
+
+
 def client_address(request: HttpRequest) -> str:
     """The caller's address: ``REMOTE_ADDR``, or with ``CLIENT_ADDRESS_PROXIES`` = n trusted proxies in
     front, the n-th address from the right of ``X-Forwarded-For`` (what a client writes there

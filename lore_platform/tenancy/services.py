@@ -24,7 +24,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from lore_platform.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+from lore_platform.errors import Conflict, NotFound, PermissionDenied, TooManyAttempts, ValidationFailed
+from lore_platform.tenancy import limits
 from lore_platform.tenancy.keys import key_generate, key_hash
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership, SignupRequest, Tenant, User
 from lore_platform.tenancy.selectors import invitation_by_token_hash
@@ -247,6 +248,13 @@ def invitation_create(*, tenant: Tenant, email: str, role: str = Membership.Role
     if Membership.objects.for_tenant(tenant).filter(user__email__iexact=email).exists():
         raise Conflict("{email} is a member already; change the role instead.", values={"email": email},
                        field="email")
+    # Each invitation mails an address the admin chose: a tenant cannot turn the server into a mailer.
+    ident = f"tenant-{tenant.pk}"
+    wait = limits.limit_wait(limits.invitation_tenant_limit(), ident)
+    if wait is not None:
+        raise TooManyAttempts("This workspace sent too many invitations today; try again in {hours} hours.",
+                              values={"hours": max(1, int(wait + 3599) // 3600)}, retry_after=wait, field="email")
+    limits.limit_hit(limits.invitation_tenant_limit(), ident)
     now = timezone.now()
     Invitation.objects.for_tenant(tenant).filter(
         email=email, accepted_at__isnull=True, revoked_at__isnull=True

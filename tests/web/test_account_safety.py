@@ -354,3 +354,16 @@ def test_an_account_without_a_workspace_lands_on_a_page_not_a_loop(db, committed
     assert landing.status_code == 200 and "No workspace yet" in html(landing)
     assert browser.post("/signup", {"tenant": "Solo"}).status_code == 302
     assert Membership.objects.for_tenant(Tenant.objects.get(name="Solo")).get().user.email == "solo@nowhere.test"
+
+
+def test_a_tenant_cannot_mail_invitations_without_end(tenant_a, tenant_b, clock, settings):
+    settings.INVITATIONS_PER_TENANT_PER_DAY = 3
+    for n in range(3):
+        assert invite(tenant_a, f"p{n}@elsewhere.test")
+    refused = tenant_a.admin_client.post("/api/v1/members", {"email": "p9@elsewhere.test"}, format="json")
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "throttled"
+    assert 0 < int(refused["Retry-After"]) <= 86400
+    assert not Invitation.objects.for_tenant(tenant_a.tenant).filter(email="p9@elsewhere.test").exists()
+    assert invite(tenant_b, "p9@elsewhere.test")  # another tenant's budget is its own
+    clock["t"] += 86401
+    assert invite(tenant_a, "p9@elsewhere.test")
