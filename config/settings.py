@@ -357,6 +357,11 @@ LOGIN_FAILURE_WINDOW_SECONDS = _env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
 LOGIN_LOCKOUT_SECONDS = _env_int("LOGIN_LOCKOUT_SECONDS", 900)
 SIGNUPS_PER_ADDRESS = _env_int("SIGNUPS_PER_ADDRESS", 5)
 SIGNUP_WINDOW_SECONDS = _env_int("SIGNUP_WINDOW_SECONDS", 3600)
+# Password-reset mails per client address and per address mailed, per SIGNUP_WINDOW_SECONDS; a reset
+# link works PASSWORD_RESET_TIMEOUT seconds (and once: it dies when the password changes).
+PASSWORD_RESETS_PER_ADDRESS = _env_int("PASSWORD_RESETS_PER_ADDRESS", 5)
+PASSWORD_RESETS_PER_ACCOUNT = _env_int("PASSWORD_RESETS_PER_ACCOUNT", 3)
+PASSWORD_RESET_TIMEOUT = _env_int("PASSWORD_RESET_TIMEOUT", 7200)
 # Invitations a tenant may send per day (each one mails an address its admin chose).
 INVITATIONS_PER_TENANT_PER_DAY = _env_int("INVITATIONS_PER_TENANT_PER_DAY", 50)
 # Behind n trusted reverse proxies, the client address is the n-th from the right of X-Forwarded-For.

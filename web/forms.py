@@ -45,6 +45,10 @@ class SignUpForm(forms.Form):
         return password
 
 
+class PasswordResetAskForm(forms.Form):
+    email = forms.EmailField(label=_("Email"), widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+
+
 class WorkspaceForm(forms.Form):
     tenant = forms.CharField(label=_("Workspace name"), max_length=120)
 

@@ -56,6 +56,17 @@ def signup_address_limit() -> Limit:
                  window=settings.SIGNUP_WINDOW_SECONDS, lockout=settings.SIGNUP_WINDOW_SECONDS)
 
 
+def password_reset_address_limit() -> Limit:
+    return Limit(name="reset-address", attempts=settings.PASSWORD_RESETS_PER_ADDRESS,
+                 window=settings.SIGNUP_WINDOW_SECONDS, lockout=settings.SIGNUP_WINDOW_SECONDS)
+
+
+def password_reset_account_limit() -> Limit:
+    # An inbox is not flooded with reset mails by someone who knows the address.
+    return Limit(name="reset-account", attempts=settings.PASSWORD_RESETS_PER_ACCOUNT,
+                 window=settings.SIGNUP_WINDOW_SECONDS, lockout=settings.SIGNUP_WINDOW_SECONDS)
+
+
 def invitation_tenant_limit() -> Limit:
     return Limit(name="invite-tenant", attempts=settings.INVITATIONS_PER_TENANT_PER_DAY, window=86400,
                  lockout=86400)

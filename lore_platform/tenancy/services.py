@@ -407,3 +407,26 @@ def signup_confirm(*, token: str) -> ConfirmedSignup:
 def workspace_create(*, user: User, name: str) -> Tenant:
     """A signed-in person's new workspace, with them as its admin."""
     return tenant_create(name=name, admin=user, profile=Tenant.Profile.SMART).tenant
+
+
+# --- password reset (issue 26: the answer says nothing about whether the address has an account) ---
+
+
+def password_reset_request(*, email: str, link_for: Callable[[User], str], signup_link: str) -> None:
+    """Mail ``email`` a link that sets a new password — to the account's owner only, so it is the
+    way an account made without a password (the operator's command) gets one by proving the address.
+    An address with no account is mailed that there is none: the caller's answer and the work done
+    are the same either way. The link (Django's token: it expires after ``PASSWORD_RESET_TIMEOUT`` and
+    stops working once the password changes or the owner signs in) is never shown to the caller."""
+    email = email_normalise(email)
+    user = User.objects.filter(email__iexact=email, is_active=True).first()
+    if user is None:
+        _mail(to=email, subject="Loreweave password reset", body=(
+            "Someone (perhaps you) asked to reset the Loreweave password of this address, but it has no account. "
+            f"To create one, sign up at\n{signup_link}\n\nIf it was not you, you can ignore this message."
+        ))
+        return
+    _mail(to=email, subject="Loreweave password reset", body=(
+        f"To choose a new Loreweave password, open this link:\n{link_for(user)}\n\n"
+        "It works once, for a limited time. If you did not ask for it, ignore this message: nothing changes."
+    ))

@@ -367,3 +367,52 @@ def test_a_tenant_cannot_mail_invitations_without_end(tenant_a, tenant_b, clock,
     assert invite(tenant_b, "p9@elsewhere.test")  # another tenant's budget is its own
     clock["t"] += 86401
     assert invite(tenant_a, "p9@elsewhere.test")
+
+
+# --- password reset: the owner of the address, and nobody else, sets a password ---------------------
+
+
+def test_password_reset_answers_the_same_for_any_address_and_mails_only_the_owner_a_link(tenant_a, committed):
+    with_password(tenant_a.member)
+    known = committed(Client().post, "/password-reset", {"email": tenant_a.member.email})
+    unknown = committed(Client().post, "/password-reset", {"email": "ghost@nowhere.test"})
+    assert known.status_code == unknown.status_code == 200
+    assert _said(known, tenant_a.member.email) == _said(unknown, "ghost@nowhere.test")
+    ghost_mail = next(m for m in mail.outbox if m.to == ["ghost@nowhere.test"])
+    assert "/password-reset/" not in ghost_mail.body and "has no account" in ghost_mail.body
+    link = mailed_link(tenant_a.member.email, "/password-reset/")
+    browser = Client()
+    form_page = browser.get(link, follow=True)
+    assert form_page.status_code == 200 and 'name="new_password1"' in html(form_page)
+    set_path = form_page.redirect_chain[-1][0]
+    done = browser.post(set_path, {"new_password1": "a fresh 55 phrase", "new_password2": "a fresh 55 phrase"})
+    assert done.status_code == 302 and done["Location"] == "/login"
+    assert Client().login(username=tenant_a.member.email, password="a fresh 55 phrase")
+    assert not Client().login(username=tenant_a.member.email, password=PASSWORD)
+    # Used once: the same link no longer sets anything.
+    again = Client().get(link, follow=True)
+    assert 'data-testid="invalid-link"' in html(again)
+
+
+def test_an_account_made_without_a_password_gets_one_only_through_its_mailbox(tenant_a, committed):
+    """The operator's command makes accounts without a password; /signup never gives them one, a reset
+    link mailed to the address does."""
+    assert not User.objects.get(pk=tenant_a.member.pk).has_usable_password()
+    committed(Client().post, "/password-reset", {"email": tenant_a.member.email})
+    browser = Client()
+    page = browser.get(mailed_link(tenant_a.member.email, "/password-reset/"), follow=True)
+    browser.post(page.redirect_chain[-1][0], {"new_password1": PASSWORD, "new_password2": PASSWORD})
+    assert Client().login(username=tenant_a.member.email, password=PASSWORD)
+
+
+def test_password_reset_is_limited_per_address_and_per_mailbox(tenant_a, committed, clock):
+    with_password(tenant_a.member)
+    sent_before = len(mail.outbox)
+    for _ in range(5):
+        assert committed(Client(REMOTE_ADDR=f"198.51.100.{_ + 20}").post, "/password-reset",
+                         {"email": tenant_a.member.email}).status_code == 200
+    # The mailbox gets three; the answer stays the same (it tells nothing).
+    assert len([m for m in mail.outbox[sent_before:] if m.to == [tenant_a.member.email]]) == 3
+    asker = Client(REMOTE_ADDR="198.51.100.77")
+    answers = [asker.post("/password-reset", {"email": f"x{n}@nowhere.test"}).status_code for n in range(6)]
+    assert answers == [200] * 5 + [429]

@@ -6,7 +6,11 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import login
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.views import LoginView, PasswordResetConfirmView
+from django.urls import reverse_lazy
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,12 +30,13 @@ from lore_platform.tenancy.services import (
     invitation_create,
     invitation_open,
     invitation_revoke,
+    password_reset_request,
     signup_confirm,
     signup_open,
     signup_request,
     workspace_create,
 )
-from web.forms import ApiKeyForm, InviteForm, SignInForm, SignUpForm, WorkspaceForm
+from web.forms import ApiKeyForm, InviteForm, PasswordResetAskForm, SignInForm, SignUpForm, WorkspaceForm
 from web.refusals import refusal_on_form, refusal_text
 from web.selectors import api_keys_of
 from web.session import actor_required, tenant_switch
@@ -118,6 +123,51 @@ def signup(request: HttpRequest) -> HttpResponse:
             if not refused:
                 return render(request, "web/signup_sent.html", {"email": data["email"].strip().lower()})
     return render(request, "web/signup.html", context)
+
+
+def password_reset(request: HttpRequest) -> HttpResponse:
+    """Ask for a password-reset link: the same answer for any address (issue 26); limited per client
+    address and per address mailed."""
+    form = PasswordResetAskForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        email = form.cleaned_data["email"].strip().lower()
+        address = limits.client_address(request)
+        wait = limits.limit_wait(limits.password_reset_address_limit(), address)
+        if wait is not None:
+            refusal = TooManyAttempts("Too many password-reset requests from your address. Try again in {minutes} "
+                                      "minutes.", values={"minutes": max(1, int(wait + 59) // 60)}, retry_after=wait)
+            return throttled(request, refusal, "web/password_reset.html", {"form": form})
+        limits.limit_hit(limits.password_reset_address_limit(), address)
+        # Past its own budget an address is not mailed again, and the caller is told the same as ever.
+        if limits.limit_wait(limits.password_reset_account_limit(), email) is None:
+            limits.limit_hit(limits.password_reset_account_limit(), email)
+            with refusal_on_form(form) as refused:
+                password_reset_request(
+                    email=email,
+                    link_for=lambda user: request.build_absolute_uri(reverse("web-password-reset-confirm", kwargs={
+                        "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
+                        "token": default_token_generator.make_token(user)})),
+                    signup_link=request.build_absolute_uri(reverse("web-signup")),
+                )
+            if refused:
+                return render(request, "web/password_reset.html", {"form": form})
+        return render(request, "web/password_reset_sent.html", {"email": email})
+    return render(request, "web/password_reset.html", {"form": form})
+
+
+class PasswordResetSetView(PasswordResetConfirmView):
+    """Django's: the link's token moves into the session (out of the address bar and Referer), the
+    new password is validated, every other session of the account ends; then sign in."""
+
+    template_name = "web/password_reset_confirm.html"
+    success_url = reverse_lazy("web-login")
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        # A person who proved the address has done more than a guesser: their account's failures end.
+        limits.login_succeeded(str(form.user.email).strip().lower())
+        messages.success(self.request, _("Your password is set. Sign in with it."))
+        return response
 
 
 def _signup_refusal(wait: float) -> TooManyAttempts:
