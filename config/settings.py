@@ -344,6 +344,16 @@ else:
             "LOCATION": "loreweave",
         }
     }
+# Abuse limits (failed sign-ins, sign-ups, resets, invitations: lore_platform.tenancy.limits) must be
+# counted across every web process: Redis when there is one, else files under the data folder
+# (`make run` serves with several gunicorn workers, each with its own process memory).
+CACHES["limits"] = dict(CACHES["default"]) if CACHE_URL else {
+    "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+    "LOCATION": str(DATA_DIR / "cache" / "limits"),
+    # Past MAX_ENTRIES the file cache deletes a share of its entries: high, so a flood of made-up
+    # addresses cannot wash a lockout away.
+    "OPTIONS": {"MAX_ENTRIES": 200_000},
+}
 
 # --- accounts: invitations, sign-up confirmation, abuse limits (issue 26) ---
 # An invitation link works this many days, once; a sign-up's confirmation link this many hours.

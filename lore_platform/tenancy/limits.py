@@ -1,7 +1,7 @@
 """Abuse limits on accounts: failed sign-ins per account and per client address, sign-ups per address.
 
-Counted in Django's cache (Redis in production, so every web process counts against the same
-limit; process memory on the embedded default), in fixed windows read from ``clock`` — the one
+Counted in Django's ``limits`` cache (Redis in production, files under the data folder on the
+embedded default: every web process counts against the same limit), in fixed windows read from ``clock`` — the one
 time source here, replaced by tests, so a lockout's start and end are tested without sleeping.
 
 A limit counts hits in a window of ``window`` seconds; the hit that reaches ``attempts`` locks
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.http import HttpRequest
 
 logger = logging.getLogger("loreweave.security")
@@ -96,7 +96,14 @@ def _ends(moment: float) -> str:
     return datetime.fromtimestamp(moment, tz=UTC).isoformat(timespec="seconds")
 
 
+def _cache() -> Any:
+    return caches["limits"]
+
+
 def _count(key: str, *, ttl: int) -> int:
+    # Redis increments atomically; the file cache of the embedded default reads and writes, so two
+    # processes at the same instant may count one hit once — a small slack, never a way around.
+    cache = _cache()
     cache.add(key, 0, timeout=ttl)
     try:
         return int(cache.incr(key))
@@ -108,7 +115,7 @@ def _count(key: str, *, ttl: int) -> int:
 def limit_wait(limit: Limit, ident: str) -> float | None:
     """Seconds until ``ident`` may try again, or None when it may now (logging a lockout that ended)."""
     try:
-        until: Any = cache.get(_lock_key(limit, ident))
+        until: Any = _cache().get(_lock_key(limit, ident))
     except Exception:  # noqa: BLE001 — a limit protects the service; it must not take it down
         logger.warning("abuse limit %s: the cache is unreachable; let through", limit.name, exc_info=True)
         return None
@@ -117,7 +124,7 @@ def limit_wait(limit: Limit, ident: str) -> float | None:
     now = clock()
     if float(until) > now:
         return float(until) - now
-    cache.delete(_lock_key(limit, ident))
+    _cache().delete(_lock_key(limit, ident))
     logger.warning("lockout ended: %s %r (locked until %s)", limit.name, ident, _ends(float(until)))
     return None
 
@@ -128,13 +135,13 @@ def limit_hit(limit: Limit, ident: str) -> float | None:
     window = int(now // limit.window)
     key = f"{KEY_PREFIX}:{limit.name}:{_digest(ident)}:{window}"
     try:
-        # Counted by the cache itself (atomic increment), so parallel tries cannot slip past.
+        # Counted by the cache itself (Redis: an atomic increment), so parallel tries cannot slip past.
         count = _count(key, ttl=limit.window + 5)
         if count < limit.attempts:
             return None
         until = now + limit.lockout
-        cache.set(_lock_key(limit, ident), until, timeout=limit.lockout + 3600)
-        cache.delete(key)
+        _cache().set(_lock_key(limit, ident), until, timeout=limit.lockout + 3600)
+        _cache().delete(key)
     except Exception:  # noqa: BLE001
         logger.warning("abuse limit %s: the cache is unreachable; not counted", limit.name, exc_info=True)
         return None
@@ -146,7 +153,7 @@ def limit_clear(limit: Limit, ident: str) -> None:
     """Forget the current window's count (a right password ends a run of wrong ones)."""
     window = int(clock() // limit.window)
     try:
-        cache.delete(f"{KEY_PREFIX}:{limit.name}:{_digest(ident)}:{window}")
+        _cache().delete(f"{KEY_PREFIX}:{limit.name}:{_digest(ident)}:{window}")
     except Exception:  # noqa: BLE001
         logger.warning("abuse limit %s: the cache is unreachable", limit.name, exc_info=True)
 
