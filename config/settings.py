@@ -165,6 +165,9 @@ LOREWEAVE_EMBEDDER = os.environ.get("LOREWEAVE_EMBEDDER", "").strip() or "use-mu
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "tenancy.User"
 
+# The password check limits failed sign-ins per account and per address (issue 26).
+AUTHENTICATION_BACKENDS = ["lore_platform.tenancy.backends.ThrottledModelBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -344,6 +347,49 @@ else:
             "LOCATION": "loreweave",
         }
     }
+# Abuse limits (failed sign-ins, sign-ups, resets, invitations: lore_platform.tenancy.limits) must be
+# counted across every web process: Redis when there is one, else files under the data folder
+# (`make run` serves with several gunicorn workers, each with its own process memory).
+CACHES["limits"] = dict(CACHES["default"]) if CACHE_URL else {
+    "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+    "LOCATION": str(DATA_DIR / "cache" / "limits"),
+    # Past MAX_ENTRIES the file cache deletes a share of its entries: high, so a flood of made-up
+    # addresses cannot wash a lockout away.
+    "OPTIONS": {"MAX_ENTRIES": 200_000},
+}
+
+# --- accounts: invitations, sign-up confirmation, abuse limits (issue 26) ---
+# An invitation link works this many days, once; a sign-up's confirmation link this many hours.
+INVITATION_DAYS = _env_int("INVITATION_DAYS", 7)
+SIGNUP_CONFIRM_HOURS = _env_int("SIGNUP_CONFIRM_HOURS", 24)
+# Failed sign-ins: this many per account (or per client address) within the window lock that
+# account (address) out for LOGIN_LOCKOUT_SECONDS. Sign-ups: this many per address per window.
+LOGIN_FAILURES_PER_ACCOUNT = _env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
+LOGIN_FAILURES_PER_ADDRESS = _env_int("LOGIN_FAILURES_PER_ADDRESS", 20)
+LOGIN_FAILURE_WINDOW_SECONDS = _env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
+LOGIN_LOCKOUT_SECONDS = _env_int("LOGIN_LOCKOUT_SECONDS", 900)
+SIGNUPS_PER_ADDRESS = _env_int("SIGNUPS_PER_ADDRESS", 5)
+SIGNUP_WINDOW_SECONDS = _env_int("SIGNUP_WINDOW_SECONDS", 3600)
+# Password-reset mails per client address and per address mailed, per SIGNUP_WINDOW_SECONDS; a reset
+# link works PASSWORD_RESET_TIMEOUT seconds (and once: it dies when the password changes).
+PASSWORD_RESETS_PER_ADDRESS = _env_int("PASSWORD_RESETS_PER_ADDRESS", 5)
+PASSWORD_RESETS_PER_ACCOUNT = _env_int("PASSWORD_RESETS_PER_ACCOUNT", 3)
+PASSWORD_RESET_TIMEOUT = _env_int("PASSWORD_RESET_TIMEOUT", 7200)
+# Invitations a tenant may send per day (each one mails an address its admin chose).
+INVITATIONS_PER_TENANT_PER_DAY = _env_int("INVITATIONS_PER_TENANT_PER_DAY", 50)
+# Behind n trusted reverse proxies, the client address is the n-th from the right of X-Forwarded-For.
+CLIENT_ADDRESS_PROXIES = _env_int("CLIENT_ADDRESS_PROXIES", 0)
+# Mail (invitations, sign-up confirmations): SMTP when EMAIL_HOST is set, else the console — the
+# links then appear in the server's log, which keeps the embedded default usable offline.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "") or (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = _env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Loreweave <noreply@localhost>")
 
 # --- production security (clean `manage.py check --deploy`) ----------------
 if not DEBUG:

@@ -123,3 +123,15 @@ class ServiceUnavailable(DomainError):
 
     status = 503
     code = "service_unavailable"
+
+
+class TooManyAttempts(DomainError):
+    """Too many tries (failed sign-ins, sign-ups) from one account or address; ``retry_after``
+    seconds until the next is heard. Answered 429 with ``Retry-After``."""
+
+    status = 429
+    code = "throttled"
+
+    def __init__(self, message: str, *, retry_after: float, **kwargs: Any) -> None:
+        self.retry_after = max(1, int(retry_after + 0.999))
+        super().__init__(message, details={"retry_after": self.retry_after}, **kwargs)

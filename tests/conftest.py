@@ -108,3 +108,15 @@ def tenant_b(make_tenant: Callable[..., TenantSetup]) -> TenantSetup:
 @pytest.fixture
 def anon_client() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_abuse_counters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test counts failed sign-ins and sign-ups afresh: the suite signs in and up from one address
+    many times, and the cache (process memory or Redis) outlives a test. Fresh keys, not a flush
+    (on Redis that would empty a database other runs use)."""
+    import uuid
+
+    from lore_platform.tenancy import limits
+
+    monkeypatch.setattr(limits, "KEY_PREFIX", f"abuse-test-{uuid.uuid4().hex}")

@@ -34,7 +34,8 @@ class SignInForm(AuthenticationForm):
 
 
 class SignUpForm(forms.Form):
-    tenant = forms.CharField(label=_("Workspace name"), max_length=120)
+    tenant = forms.CharField(label=_("Workspace name"), max_length=120, required=False,
+                             help_text=_("Leave it empty if you were invited to a workspace."))
     email = forms.EmailField(label=_("Email"))
     password = forms.CharField(label=_("Password"), widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
 
@@ -42,6 +43,19 @@ class SignUpForm(forms.Form):
         password: str = self.cleaned_data["password"]
         validate_password(password)
         return password
+
+
+class PasswordResetAskForm(forms.Form):
+    email = forms.EmailField(label=_("Email"), widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+
+
+class WorkspaceForm(forms.Form):
+    tenant = forms.CharField(label=_("Workspace name"), max_length=120)
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(label=_("Email"))
+    role = forms.ChoiceField(label=_("Role"), choices=[("member", _("Member")), ("admin", _("Admin"))])
 
 
 class ApiKeyForm(forms.Form):

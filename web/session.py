@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.selectors import actor_for_user, user_memberships
@@ -51,6 +52,9 @@ def actor_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         actor = web_actor(request)
         if actor is None:
+            if request.user.is_authenticated:
+                # Signed in but in no workspace yet (or any more): sending them to sign in would loop.
+                return render(request, "web/no_workspace.html", status=200)
             return redirect_to_login(request.get_full_path())
         request.actor = actor  # type: ignore[attr-defined]
         return view(request, *args, **kwargs)

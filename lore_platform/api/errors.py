@@ -46,7 +46,9 @@ def error_response(status_code: int, body: dict[str, Any], headers: dict[str, st
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
-        return error_response(exc.status, exc.as_dict())
+        retry_after = getattr(exc, "retry_after", None)  # TooManyAttempts: when to try again
+        return error_response(exc.status, exc.as_dict(),
+                              headers={"Retry-After": str(retry_after)} if retry_after else None)
     if isinstance(exc, Http404):
         return error_response(status.HTTP_404_NOT_FOUND, {"code": "not_found", "message": "Not found."})
     if isinstance(exc, BodyRefused):

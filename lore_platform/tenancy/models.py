@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
@@ -80,3 +82,44 @@ class ApiKey(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+
+class Invitation(models.Model):
+    """An admin's offer to join a tenant (S-1). Nobody becomes a member until the email's owner,
+    signed in, accepts it; only a hash of the token is stored, the link is shown once."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Revoked by an admin, declined by the invitee, or replaced by a newer invitation.
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects: TenantScopedManager[Invitation] = TenantScopedManager()
+
+    def is_pending(self, now: datetime | None = None) -> bool:
+        return self.accepted_at is None and self.revoked_at is None and self.expires_at > (now or timezone.now())
+
+
+class SignupRequest(models.Model):
+    """A sign-up waiting for its email to be confirmed: no user exists until the link (mailed to the
+    address) is used, so typing someone's email at /signup neither creates nor touches their account."""
+
+    email = models.EmailField()
+    # Already hashed by Django's password hasher: the plain password is never stored.
+    password = models.CharField(max_length=128)
+    tenant_name = models.CharField(max_length=120, blank=True)
+    next_path = models.CharField(max_length=300, blank=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)

@@ -9,12 +9,12 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db.models import Model, OuterRef, Subquery
+from django.db.models import Model, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.keys import key_matches, key_split
-from lore_platform.tenancy.models import ApiKey, Membership, Tenant, User
+from lore_platform.tenancy.models import ApiKey, Invitation, Membership, Tenant, User
 
 M = TypeVar("M", bound=Model)
 
@@ -172,3 +172,22 @@ def user_memberships(user: Any) -> list[Membership]:
 
 def tenant_memberships(tenant: Tenant) -> list[Membership]:
     return list(Membership.objects.for_tenant(tenant).select_related("user").order_by("created_at"))
+
+
+def invitation_by_token_hash(hashed: str, *, lock: bool = False) -> Invitation | None:
+    """The invitation a link's token names, whatever its state. Read before any tenant is known:
+    the token *is* the invitation (as a key is its tenant)."""
+    rows = Invitation.objects.unscoped().select_related("tenant", "invited_by")
+    if lock:
+        rows = rows.select_for_update(of=("self",))
+    return rows.filter(token_hash=hashed).first()
+
+
+def invitations_pending(tenant: Tenant) -> QuerySet[Invitation]:
+    """The tenant's invitations not yet accepted, revoked, declined or expired, newest first."""
+    return (
+        Invitation.objects.for_tenant(tenant)
+        .select_related("invited_by")
+        .filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+        .order_by("-created_at", "-id")
+    )

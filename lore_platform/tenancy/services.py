@@ -1,15 +1,39 @@
-"""Writes for tenants, users, memberships and API keys."""
+"""Writes for tenants, users, memberships, invitations, sign-ups and API keys.
+
+Nobody is put into a tenant, and no password is set on an account, by anyone but the person
+who owns the email (issue 26): a tenant admin *invites* (``invitation_create``), the invitee
+accepts while signed in as that email's owner (``invitation_accept``); a sign-up only asks
+for a confirmation link mailed to the address (``signup_request``) and the account exists
+once it is used (``signup_confirm``). ``member_add_as_operator`` is the operator's command only.
+"""
 from __future__ import annotations
 
+import logging
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.auth.hashers import make_password
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from lore_platform.errors import Conflict, NotFound, ValidationFailed
+from lore_platform.errors import Conflict, NotFound, PermissionDenied, TooManyAttempts, ValidationFailed
+from lore_platform.tenancy import limits
 from lore_platform.tenancy.keys import key_generate, key_hash
-from lore_platform.tenancy.models import ApiKey, Membership, Tenant, User
+from lore_platform.tenancy.models import ApiKey, Invitation, Membership, SignupRequest, Tenant, User
+from lore_platform.tenancy.selectors import invitation_by_token_hash
+
+logger = logging.getLogger("loreweave.security")
+
+# Builds the absolute link a token is mailed in (the caller knows the host it is served on).
+LinkFor = Callable[[str], str]
 
 VALID_SCOPES = {ApiKey.Scope.READ.value, ApiKey.Scope.WRITE.value}
 
@@ -67,8 +91,9 @@ def _membership_get(tenant: Tenant, membership_id: int) -> Membership:
 
 
 @transaction.atomic
-def member_add(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER) -> Membership:
-    """Add a person (by email; the user is created if new) to the tenant with a role (S-1)."""
+def member_add_as_operator(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER) -> Membership:
+    """The operator's command only (``tenant_member_add``): add a person at once, creating a user
+    without a password if new. Never reachable by a tenant admin — they invite (``invitation_create``)."""
     if role not in Membership.Role.values:
         raise ValidationFailed("Unknown role {role}.", values={"role": repr(role)}, field="role")
     user = user_get_or_create(email=email)
@@ -154,7 +179,10 @@ class CreatedTenant:
 
 
 @transaction.atomic
-def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.CLASSIC) -> CreatedTenant:
+def tenant_create(*, name: str, admin_email: str = "", profile: str = Tenant.Profile.CLASSIC,
+                  admin: User | None = None) -> CreatedTenant:
+    """A tenant with its first admin: ``admin`` (a signed-in person), else the user of ``admin_email``
+    (the operator's command; created without a password if new)."""
     name = name.strip()
     if not name or len(name) > 120:
         raise ValidationFailed("A tenant name is 1–120 characters.", field="name")
@@ -163,7 +191,242 @@ def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.
     if Tenant.objects.filter(name=name).exists():
         raise Conflict("A tenant named {name} exists already.", values={"name": repr(name)}, field="name")
     tenant = Tenant.objects.create(name=name, slug=_unique_slug(name), default_profile=profile)
-    admin = user_get_or_create(email=admin_email)
+    if admin is None:
+        admin = user_get_or_create(email=admin_email)
     membership_set(tenant=tenant, user=admin, role=Membership.Role.ADMIN)
     key = api_key_create(tenant=tenant, name=f"{name} admin key", scopes=["read", "write"], user=admin)
     return CreatedTenant(tenant=tenant, admin=admin, key=key)
+
+
+# --- invitations (issue 26: joining a tenant takes the invitee's consent) -----------------------
+
+
+def email_normalise(email: str, *, field: str = "email") -> str:
+    email = email.strip().lower()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ValidationFailed("Enter a valid email address.", field=field) from None
+    return email
+
+
+def token_hash(token: str) -> str:
+    # The token has 256 random bits: a fast hash is enough (as for API keys).
+    return key_hash(token)
+
+
+def _mail(*, to: str, subject: str, body: str) -> None:
+    """Sent after the transaction commits; a mail server that fails is logged, never a failed request
+    (the admin has the invitation link; a sign-up can ask again)."""
+
+    def send() -> None:
+        try:
+            send_mail(subject, body, None, [to])
+        except Exception:  # noqa: BLE001
+            logger.warning("mail to %s not sent (%s)", to, subject, exc_info=True)
+
+    transaction.on_commit(send)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssuedInvitation:
+    """An invitation as created: ``token`` (and the link made of it) is shown once, never stored."""
+
+    invitation: Invitation
+    token: str
+    link: str | None
+
+
+@transaction.atomic
+def invitation_create(*, tenant: Tenant, email: str, role: str = Membership.Role.MEMBER,
+                      invited_by: User | None = None, link_for: LinkFor | None = None) -> IssuedInvitation:
+    """Invite ``email`` to the tenant with ``role`` (S-1): nobody is added and no user is created
+    until the email's owner accepts. A newer invitation to the same email replaces a pending one."""
+    if role not in Membership.Role.values:
+        raise ValidationFailed("Unknown role {role}.", values={"role": repr(role)}, field="role")
+    email = email_normalise(email)
+    if Membership.objects.for_tenant(tenant).filter(user__email__iexact=email).exists():
+        raise Conflict("{email} is a member already; change the role instead.", values={"email": email},
+                       field="email")
+    # Each invitation mails an address the admin chose: a tenant cannot turn the server into a mailer.
+    ident = f"tenant-{tenant.pk}"
+    wait = limits.limit_wait(limits.invitation_tenant_limit(), ident)
+    if wait is not None:
+        raise TooManyAttempts("This workspace sent too many invitations today; try again in {hours} hours.",
+                              values={"hours": max(1, int(wait + 3599) // 3600)}, retry_after=wait, field="email")
+    limits.limit_hit(limits.invitation_tenant_limit(), ident)
+    now = timezone.now()
+    Invitation.objects.for_tenant(tenant).filter(
+        email=email, accepted_at__isnull=True, revoked_at__isnull=True
+    ).update(revoked_at=now)
+    token = secrets.token_urlsafe(32)
+    invitation = Invitation.objects.create(
+        tenant=tenant, email=email, role=role, token_hash=token_hash(token), invited_by=invited_by,
+        created_at=now, expires_at=now + timedelta(days=settings.INVITATION_DAYS),
+    )
+    link = link_for(token) if link_for else None
+    if link:
+        inviter = invited_by.email if invited_by is not None else "An admin"
+        _mail(to=email, subject=f"You are invited to {tenant.name} on Loreweave", body=(
+            f"{inviter} invited you to join the workspace {tenant.name} on Loreweave as {role}.\n\n"
+            f"To accept, open this link and sign in (or create an account) as {email}:\n{link}\n\n"
+            f"The link works once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC. "
+            "If you did not expect it, ignore this message: nothing happens unless you accept."
+        ))
+    logger.info("invitation %s: %s invited to tenant %s as %s", invitation.pk, email, tenant.slug, role)
+    return IssuedInvitation(invitation=invitation, token=token, link=link)
+
+
+@transaction.atomic
+def invitation_revoke(*, tenant: Tenant, invitation_id: int) -> Invitation:
+    invitation = Invitation.objects.for_tenant(tenant).select_for_update().filter(pk=invitation_id).first()
+    if invitation is None:
+        raise NotFound("No such invitation.", field="id")
+    if invitation.accepted_at is not None:
+        raise Conflict("That invitation was accepted already; remove the member instead.", field="id")
+    if invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+def _invitation_for(token: str, *, lock: bool = False) -> Invitation:
+    invitation = invitation_by_token_hash(token_hash(token), lock=lock)
+    if invitation is None or not invitation.is_pending():
+        raise NotFound("This invitation link is not valid: it was used, revoked or has expired.", field="token")
+    return invitation
+
+
+def invitation_open(*, token: str) -> Invitation:
+    """The pending invitation a link names (NotFound for one used, revoked, expired or unknown)."""
+    return _invitation_for(token)
+
+
+def _invitee_check(invitation: Invitation, user: User) -> None:
+    if not user.is_authenticated or user.email.strip().lower() != invitation.email:
+        raise PermissionDenied("This invitation is for another email address: sign in as its owner to accept it.",
+                               field="token")
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, user: User) -> Membership:
+    """The invitee, signed in as the invited email's owner, joins with the invitation's role; the link is used."""
+    invitation = _invitation_for(token, lock=True)
+    _invitee_check(invitation, user)
+    tenant = invitation.tenant
+    membership = Membership.objects.for_tenant(tenant).filter(user=user).first()
+    if membership is None:  # a member already keeps the role they have
+        membership = Membership.objects.create(tenant=tenant, user=user, role=invitation.role)
+    invitation.accepted_at = timezone.now()
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    logger.info("invitation %s accepted: %s joined tenant %s", invitation.pk, user.email, tenant.slug)
+    return membership
+
+
+@transaction.atomic
+def invitation_decline(*, token: str, user: User) -> Invitation:
+    invitation = _invitation_for(token, lock=True)
+    _invitee_check(invitation, user)
+    invitation.revoked_at = timezone.now()
+    invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+# --- sign-up by confirmed email (issue 26: no account is created or touched by someone else) ---
+
+
+def signup_request(*, email: str, password: str, tenant_name: str = "", next_path: str = "",
+                   link_for: LinkFor, login_link: str) -> None:
+    """Ask for an account: a confirmation link is mailed to ``email``. The caller learns nothing about
+    the address — the answer and the work done are the same whether it has an account or not (its
+    owner is mailed that someone tried, and how to sign in); no account is created or changed here."""
+    email = email_normalise(email)
+    tenant_name = tenant_name.strip()
+    if len(tenant_name) > 120:
+        raise ValidationFailed("A tenant name is 1–120 characters.", field="tenant")
+    if tenant_name and Tenant.objects.filter(name=tenant_name).exists():
+        raise Conflict("A tenant named {name} exists already.", values={"name": repr(tenant_name)}, field="tenant")
+    hashed = make_password(password)  # paid on both paths, so the answer's timing tells nothing either
+    if User.objects.filter(email__iexact=email).exists():
+        _mail(to=email, subject="Your Loreweave account", body=(
+            "Someone (perhaps you) asked to create a Loreweave account with this address. "
+            f"You have one already: sign in at\n{login_link}\n\n"
+            "Nothing was changed. If it was not you, you can ignore this message."
+        ))
+        return
+    token = secrets.token_urlsafe(32)
+    now = timezone.now()
+    SignupRequest.objects.create(
+        email=email, password=hashed, tenant_name=tenant_name, next_path=next_path[:300],
+        token_hash=token_hash(token), created_at=now, expires_at=now + timedelta(hours=settings.SIGNUP_CONFIRM_HOURS),
+    )
+    _mail(to=email, subject="Confirm your Loreweave account", body=(
+        f"To finish creating your Loreweave account, open this link:\n{link_for(token)}\n\n"
+        f"It works once, for {settings.SIGNUP_CONFIRM_HOURS} hours. If you did not ask for an account, ignore it."
+    ))
+
+
+def signup_open(*, token: str) -> SignupRequest:
+    request = SignupRequest.objects.filter(token_hash=token_hash(token)).first()
+    if request is None or request.used_at is not None or request.expires_at <= timezone.now():
+        raise NotFound("This confirmation link is not valid: it was used or has expired. Sign up again.",
+                       field="token")
+    return request
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfirmedSignup:
+    user: User
+    tenant: Tenant | None
+    next_path: str
+
+
+@transaction.atomic
+def signup_confirm(*, token: str) -> ConfirmedSignup:
+    """Use a confirmation link: the account (with the password chosen at sign-up) and, if one was
+    named, its workspace are created. The link proves the email's owner asked; it works once."""
+    found = signup_open(token=token)
+    request = SignupRequest.objects.select_for_update().get(pk=found.pk)
+    if request.used_at is not None:
+        raise NotFound("This confirmation link is not valid: it was used or has expired. Sign up again.",
+                       field="token")
+    request.used_at = timezone.now()
+    request.save(update_fields=["used_at"])
+    if User.objects.filter(Q(email__iexact=request.email) | Q(username__iexact=request.email)).exists():
+        # Two sign-ups for one address: the first link used made the account; this one changes nothing.
+        raise Conflict("This email has an account already: sign in.", field="email")
+    user = User(username=request.email, email=request.email, password=request.password)
+    user.save()
+    tenant = None
+    if request.tenant_name and not Tenant.objects.filter(name=request.tenant_name).exists():
+        tenant = tenant_create(name=request.tenant_name, admin=user, profile=Tenant.Profile.SMART).tenant
+    return ConfirmedSignup(user=user, tenant=tenant, next_path=request.next_path)
+
+
+def workspace_create(*, user: User, name: str) -> Tenant:
+    """A signed-in person's new workspace, with them as its admin."""
+    return tenant_create(name=name, admin=user, profile=Tenant.Profile.SMART).tenant
+
+
+# --- password reset (issue 26: the answer says nothing about whether the address has an account) ---
+
+
+def password_reset_request(*, email: str, link_for: Callable[[User], str], signup_link: str) -> None:
+    """Mail ``email`` a link that sets a new password — to the account's owner only, so it is the
+    way an account made without a password (the operator's command) gets one by proving the address.
+    An address with no account is mailed that there is none: the caller's answer and the work done
+    are the same either way. The link (Django's token: it expires after ``PASSWORD_RESET_TIMEOUT`` and
+    stops working once the password changes or the owner signs in) is never shown to the caller."""
+    email = email_normalise(email)
+    user = User.objects.filter(email__iexact=email, is_active=True).first()
+    if user is None:
+        _mail(to=email, subject="Loreweave password reset", body=(
+            "Someone (perhaps you) asked to reset the Loreweave password of this address, but it has no account. "
+            f"To create one, sign up at\n{signup_link}\n\nIf it was not you, you can ignore this message."
+        ))
+        return
+    _mail(to=email, subject="Loreweave password reset", body=(
+        f"To choose a new Loreweave password, open this link:\n{link_for(user)}\n\n"
+        "It works once, for a limited time. If you did not ask for it, ignore this message: nothing changes."
+    ))

@@ -1,4 +1,4 @@
-"""Members (S-1): admins add, re-role and remove members and issue keys acting as them.
+"""Members (S-1): admins invite, re-role and remove members and issue keys acting as them.
 
 Permission matrix for every member endpoint: anonymous (401), another tenant's admin
 (404, P-3), a member (403), an admin's read-only key (403 on writes) and the admin;
@@ -11,8 +11,9 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
-from lore_platform.tenancy.models import ApiKey, Membership
+from lore_platform.tenancy.models import ApiKey, Invitation, Membership, User
 from lore_platform.tenancy.services import api_key_create
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,18 @@ pytestmark = pytest.mark.django_db
 def _state(tenant):
     members = sorted(Membership.objects.for_tenant(tenant).values_list("user__email", "role"))
     keys = sorted(ApiKey.objects.for_tenant(tenant).values_list("prefix", "user_id", "revoked_at"))
-    return members, keys
+    invitations = sorted(Invitation.objects.for_tenant(tenant).values_list("email", "role", "revoked_at"))
+    return members, keys, invitations
+
+
+def accepted(link: str, email: str) -> Client:
+    """The invitee, signed in as the invited email's owner, accepts; their browser."""
+    user = User.objects.filter(email=email).first() or User.objects.create_user(username=email, email=email)
+    browser = Client()
+    browser.force_login(user)
+    response = browser.post(link.removeprefix("http://testserver"), {"answer": "accept"})
+    assert response.status_code == 302, response.content[:300]
+    return browser
 
 
 def _member_id(setup):
@@ -69,15 +81,21 @@ def test_member_endpoints_deny_and_change_nothing(tenant_a, tenant_b, anon_clien
         assert _state(tenant_a.tenant) == before, name
 
 
-def test_admin_adds_changes_and_removes_a_member(tenant_a):
+def test_admin_invites_changes_and_removes_a_member(tenant_a):
     admin = tenant_a.admin_client
-    added = admin.post("/api/v1/members", {"email": "Nuevo@Alpha.test"}, format="json")
-    assert added.status_code == 201, added.content
-    assert added.json()["email"] == "nuevo@alpha.test" and added.json()["role"] == "member"
+    invited = admin.post("/api/v1/members", {"email": "Nuevo@Alpha.test"}, format="json")
+    assert invited.status_code == 201, invited.content
+    assert invited.json()["email"] == "nuevo@alpha.test" and invited.json()["role"] == "member"
+    # An invitation, not a member: nobody joined and no account was made for the address.
+    assert invited.json()["link"].startswith("http://testserver/invitations/")
+    assert not User.objects.filter(email="nuevo@alpha.test").exists()
+    assert "nuevo@alpha.test" not in {row["email"] for row in admin.get("/api/v1/members").json()["results"]}
+    accepted(invited.json()["link"], "nuevo@alpha.test")
     again = admin.post("/api/v1/members", {"email": "nuevo@alpha.test", "role": "admin"}, format="json")
     assert again.status_code == 409 and again.json()["error"]["field"] == "email"
 
-    member_id = added.json()["id"]
+    rows = admin.get("/api/v1/members").json()["results"]
+    member_id = next(row["id"] for row in rows if row["email"] == "nuevo@alpha.test")
     key = admin.post(f"/api/v1/members/{member_id}/api-keys", {"name": "bot", "scopes": ["read", "write"]},
                      format="json")
     assert key.status_code == 201
@@ -122,6 +140,7 @@ def test_the_last_admin_stays(tenant_a):
 
 
 def test_tenant_member_add_command(tenant_a):
+    """The operator's command adds at once (the operator runs the server); tenant admins only invite."""
     out = StringIO()
     call_command("tenant_member_add", tenant_a.tenant.slug, "ops2@alpha.test", "--key", "write", "--json", stdout=out)
     printed = json.loads(out.getvalue())

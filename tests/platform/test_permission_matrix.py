@@ -109,6 +109,9 @@ OPS = [
     Op("patch", "/api/v1/members/{id}", write=True, admin_only=True),
     Op("delete", "/api/v1/members/{id}", write=True, admin_only=True),
     Op("post", "/api/v1/members/{id}/api-keys", write=True, admin_only=True),
+    # Invitations (issue 26): POST /members invites; admins list and revoke the pending ones.
+    Op("get", "/api/v1/invitations", admin_only=True, names_a=False),
+    Op("post", "/api/v1/invitations/{id}/revoke", write=True, admin_only=True),
     Op("get", "/api/v1/personas", names_a=False),
     Op("post", "/api/v1/personas/import", write=True, admin_only=True, names_a=False, multipart=True),
     # The living world (L-1..L-4).
@@ -161,11 +164,13 @@ def world(tenant_a):
     members = tenant_a.admin_client.get("/api/v1/members").json()
     rows = members["results"] if isinstance(members, dict) else members
     membership = next(row["id"] for row in rows if row["role"] == "member")
+    invitation = tenant_a.admin_client.post("/api/v1/members", {"email": "invited@tenant-a.test"}, format="json")
+    assert invitation.status_code == 201, invitation.content
     job = member.post("/api/v1/jobs/split", {"text": "# Varn\nVarn is a river city with a long history."},
                       format="json")
     assert job.status_code in (200, 201, 202), job.content
     return {
-        "member": membership, "job": job.json()["id"],
+        "member": membership, "job": job.json()["id"], "invitation": invitation.json()["id"],
         "book": book.pk, "entry": entry.pk, "spare": spare.pk, "public": public.pk, "link": link,
         "character": character["id"], "story": story["id"], "novel": novel["id"], "attachment": attachment["id"],
         "chat": chat["id"], "key": key["id"],
@@ -194,6 +199,7 @@ def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
         subs["{id}"] = {
             "api-keys": w["key"], "characters": w["character"], "stories": w["story"], "novels": w["novel"],
             "attachments": w["attachment"], "chats": w["chat"], "members": w["member"],
+            "invitations": w["invitation"],
         }.get(resource, 0)
     for name, value in subs.items():
         path = path.replace(name, str(value))
@@ -324,7 +330,7 @@ def test_another_tenant_lists_none_of_a(world, tenant_b):
             response = _call(tenant_b.admin_client, op, world)
             assert response.status_code == 200, op.path
             text = response.content.decode()
-            for needle in ("Ilsa", "The Crossing", "Tides", "Varn is a river city"):
+            for needle in ("Ilsa", "The Crossing", "Tides", "Varn is a river city", "invited@tenant-a.test"):
                 assert needle not in text, (op.path, needle)
 
 

@@ -62,6 +62,17 @@ class Visitor:
         assert not blocking, f"{step}: {blocking}"
 
 
+def confirmation_link(address: str) -> str:
+    """The path of the sign-up confirmation link mailed to ``address`` (the test outbox)."""
+    from django.core import mail
+
+    for message in reversed(mail.outbox):
+        found = re.search(r"https?://[^/\s]+(/signup/confirm/\S+)", message.body)
+        if address in message.to and found:
+            return found.group(1)
+    raise AssertionError(f"no confirmation link mailed to {address}")
+
+
 def test_journey_from_sign_up_to_a_chat_preview_in_another_tenant(browser, live_server, tmp_path):
     base = live_server.url
     # --- the author: a Spanish speaker --------------------------------------------------
@@ -72,7 +83,12 @@ def test_journey_from_sign_up_to_a_chat_preview_in_another_tenant(browser, live_
     page.get_by_label("Nombre del espacio").fill("Cartógrafos")
     page.get_by_label("Correo electrónico").fill("ana@cartografos.test")
     page.get_by_label("Contraseña").fill(PASSWORD)
-    page.get_by_role("button", name="Crear e iniciar sesión").click()
+    page.get_by_role("button", name="Registrarse").click()
+    page.wait_for_selector('[data-testid="signup-sent"]')
+    ana.check("signup-sent")
+    # The account exists once the link mailed to the address is used (issue 26).
+    page = ana.go(confirmation_link("ana@cartografos.test"))
+    page.get_by_role("button", name="Confirmar e iniciar sesión").click()
     page.wait_for_url(re.compile(r"/books$"))
     ana.check("my-books")
     page.locator("#create-h").locator("..").get_by_label("Título").fill("Mundo de Varn")
@@ -122,7 +138,10 @@ def test_journey_from_sign_up_to_a_chat_preview_in_another_tenant(browser, live_
     page.get_by_label("Workspace name").fill("Harbor Games")
     page.get_by_label("Email").fill("bo@harbor.test")
     page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Create and sign in").click()
+    page.get_by_role("button", name="Sign up").click()
+    page.wait_for_selector('[data-testid="signup-sent"]')
+    page = bo.go(confirmation_link("bo@harbor.test"))
+    page.get_by_role("button", name="Confirm and sign in").click()
     page.wait_for_url(re.compile(r"/books$"))
     bo.go("/characters")
     page.get_by_label("Name").fill("Captain Mira")

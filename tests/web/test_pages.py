@@ -59,15 +59,27 @@ def test_sign_in_with_email_and_password_then_sign_out(tenant_a):
     assert client.get("/books").status_code == 302
 
 
-def test_sign_up_creates_a_workspace_and_refuses_an_existing_email(tenant_a):
+def test_sign_up_creates_a_workspace_once_its_email_is_confirmed(tenant_a, django_capture_on_commit_callbacks):
+    from django.core import mail
+
     client = Client()
-    made = client.post("/signup", {"tenant": "Gamma", "email": "new@gamma.test", "password": PASSWORD})
+    with django_capture_on_commit_callbacks(execute=True):
+        sent = client.post("/signup", {"tenant": "Gamma", "email": "new@gamma.test", "password": PASSWORD})
+    assert sent.status_code == 200 and "Check your email" in html(sent)
+    link = re.search(r"http://testserver(/signup/confirm/\S+)", mail.outbox[-1].body).group(1)
+    made = client.post(link)
     assert made.status_code == 302
     page = html(client.get("/books"))
     assert "Gamma" in page
-    taken = Client().post("/signup", {"tenant": "Delta", "email": "new@gamma.test", "password": PASSWORD})
-    assert taken.status_code == 422 and "has an account already" in html(taken)
-    assert not Client().login(username="new@gamma.test", password="x")
+    # Signed in, /signup makes another workspace of the same person.
+    assert client.post("/signup", {"tenant": "Gamma Two"}).status_code == 302
+    assert "Gamma Two" in html(client.get("/books"))
+    # The address has an account now: a second sign-up changes nothing and signs nobody in.
+    taken = Client()
+    answer = taken.post("/signup", {"tenant": "Delta", "email": "new@gamma.test", "password": "another 77 phrase"})
+    assert answer.status_code == 200 and taken.get("/books").status_code == 302
+    assert not Client().login(username="new@gamma.test", password="another 77 phrase")
+    assert Client().login(username="new@gamma.test", password=PASSWORD)
 
 
 def test_tenant_switcher_shows_the_chosen_workspace_books(tenant_a, tenant_b):

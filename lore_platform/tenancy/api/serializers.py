@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from lore_platform.tenancy.models import ApiKey, Membership, Tenant
+from lore_platform.tenancy.models import ApiKey, Invitation, Membership, Tenant
 
 
 class TenantOut(serializers.ModelSerializer):
@@ -42,6 +42,8 @@ class MemberOut(serializers.Serializer):
 
 
 class MemberAddIn(serializers.Serializer):
+    """An invitation: the person joins only by accepting it, signed in as the email's owner."""
+
     email = serializers.EmailField()
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
@@ -49,3 +51,18 @@ class MemberAddIn(serializers.Serializer):
 class MemberRoleIn(serializers.Serializer):
     role = serializers.ChoiceField(choices=Membership.Role.choices, required=False,
                                    help_text="The new role; omitted, nothing changes.")
+
+
+class InvitationOut(serializers.ModelSerializer):
+    invited_by = serializers.EmailField(source="invited_by.email", allow_null=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "invited_by", "created_at", "expires_at"]
+
+
+class InvitationCreatedOut(InvitationOut):
+    link = serializers.CharField(help_text="The invitation link. Shown once (and mailed); only a hash is stored.")
+
+    class Meta(InvitationOut.Meta):
+        fields = [*InvitationOut.Meta.fields, "link"]

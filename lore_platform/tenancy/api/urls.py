@@ -1,10 +1,11 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from lore_platform.tenancy.api.views import ApiKeyViewSet, MemberViewSet, TenantView
+from lore_platform.tenancy.api.views import ApiKeyViewSet, InvitationViewSet, MemberViewSet, TenantView
 
 router = SimpleRouter(trailing_slash=False)
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
 router.register("members", MemberViewSet, basename="member")
+router.register("invitations", InvitationViewSet, basename="invitation")
 
 urlpatterns = [path("tenant", TenantView.as_view(), name="tenant"), *router.urls]

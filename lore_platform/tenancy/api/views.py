@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -17,12 +18,15 @@ from lore_platform.tenancy.api.serializers import (
     ApiKeyCreateIn,
     ApiKeyOut,
     CallerOut,
+    InvitationCreatedOut,
+    InvitationOut,
     MemberAddIn,
     MemberOut,
     MemberRoleIn,
 )
-from lore_platform.tenancy.models import ApiKey, Membership
+from lore_platform.tenancy.models import ApiKey, Invitation, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
+from lore_platform.tenancy.selectors import invitations_pending
 
 
 class TenantView(TenantAPIView):
@@ -83,12 +87,16 @@ class MemberViewSet(mixins.ListModelMixin, TenantViewSet):
     def scoped_queryset(self, actor: Actor) -> QuerySet[Membership]:
         return Membership.objects.for_tenant(actor.tenant).select_related("user").order_by("created_at", "id")
 
-    @extend_schema(request=MemberAddIn, responses={201: MemberOut}, summary="Add (invite) a member by email")
+    @extend_schema(request=MemberAddIn, responses={201: InvitationCreatedOut},
+                   summary="Invite a member by email (the link is shown once; they join by accepting it)")
     def create(self, request: Request) -> Response:
         data = MemberAddIn(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = services.member_add(tenant=self.actor.tenant, **data.validated_data)
-        return Response(MemberOut(membership).data, status=status.HTTP_201_CREATED)
+        issued = services.invitation_create(
+            tenant=self.actor.tenant, invited_by=self.actor.user, link_for=invitation_link(request),
+            **data.validated_data,
+        )
+        return Response(invitation_created(issued), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=MemberRoleIn, responses=MemberOut, summary="Change a member's role")
     def partial_update(self, request: Request, pk: str) -> Response:
@@ -115,3 +123,31 @@ class MemberViewSet(mixins.ListModelMixin, TenantViewSet):
             scopes=data.validated_data["scopes"],
         )
         return _key_created(issued)
+
+
+def invitation_link(request: Any) -> services.LinkFor:
+    """Absolute invitation links on the host the admin called (the page that accepts is web's)."""
+    return lambda token: request.build_absolute_uri(reverse("web-invitation", args=[token]))
+
+
+def invitation_created(issued: services.IssuedInvitation) -> dict[str, Any]:
+    body: dict[str, Any] = dict(InvitationOut(issued.invitation).data)
+    body["link"] = issued.link
+    return body
+
+
+class InvitationViewSet(mixins.ListModelMixin, TenantViewSet):
+    """The tenant's pending invitations (S-1). Admins only; ``POST /members`` invites."""
+
+    permission_classes = [IsTenantAdmin]
+    serializer_class = InvitationOut
+    lookup_value_regex = r"\d+"
+
+    def scoped_queryset(self, actor: Actor) -> QuerySet[Invitation]:
+        return invitations_pending(actor.tenant)
+
+    @extend_schema(request=None, responses=InvitationOut, summary="Revoke a pending invitation (its link stops working)")
+    @action(detail=True, methods=["post"])
+    def revoke(self, request: Request, pk: str) -> Response:
+        invitation = services.invitation_revoke(tenant=self.actor.tenant, invitation_id=int(pk))
+        return Response(InvitationOut(invitation).data)

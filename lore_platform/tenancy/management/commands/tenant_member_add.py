@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from lore_platform.errors import DomainError
 from lore_platform.tenancy.models import Membership, Tenant
-from lore_platform.tenancy.services import member_add, member_api_key_create
+from lore_platform.tenancy.services import member_add_as_operator, member_api_key_create
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         if tenant is None:
             raise CommandError(f"No tenant with slug {options['tenant']!r}.")
         try:
-            membership = member_add(tenant=tenant, email=options["email"], role=options["role"])
+            membership = member_add_as_operator(tenant=tenant, email=options["email"], role=options["role"])
             issued = None
             if options["key"]:
                 issued = member_api_key_create(tenant=tenant, membership_id=membership.pk,
