@@ -25,6 +25,7 @@ from cast.services import character_delete, character_import
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from books.api.io_views import CappedMultiPartParser
+from lore_platform.api.errors import ErrorOut
 from books.selectors import book_entry_count
 from retrieval.engine import values as ev
 from retrieval.adapter.lookup import lore_lookup
@@ -226,7 +227,11 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
         gathering = cast_selectors.chat_books_gather(chat, actor=self.actor, profile=profile)
         return Response(lore_lookup([g.book for g in gathering.books], entry_id))
 
-    @extend_schema(request=s.ToolCallIn, responses={200: s.ToolCallOut}, tags=["living world"],
+    @extend_schema(request=s.ToolCallIn, tags=["living world"], responses={
+                       200: s.ToolCallOut,
+                       409: OpenApiResponse(ErrorOut, description="`living_world_profile` (L-1): the chat's profile "
+                                            "does not read the living world (only `smart` does); nothing written."),
+                   },
                    summary="Run a living-world tool call from this chat's reply (L-1..L-4)",
                    description="Refusals (the 30-writes budget, a size, a chat that is not the book owner's, a "
                    "book without the living world) are answered 200 with `ok: false` and the error in the tool "

@@ -303,3 +303,9 @@ def test_the_openapi_schema_documents_the_living_world_answer_and_strict_tools(c
         function = option["properties"]["function"]
         assert "strict" in function["required"] and function["properties"]["strict"]["enum"] == [True]
     assert "profile" in components["ToolCallInRequest"]["properties"]
+
+
+def test_the_tool_call_documents_its_409(client):
+    schema = client.get("/api/schema/", {"format": "json"}).json()
+    responses = schema["paths"]["/api/v1/chats/{id}/tool-calls"]["post"]["responses"]
+    assert "living_world_profile" in responses["409"]["description"]
