@@ -63,11 +63,46 @@ def book_is_living_for(book: Book, user_id: int | None) -> bool:
     )
 
 
+# L-1..L-4 are smart-profile rules (SPEC §7). What the tools write is read the smart way: a new
+# when-relevant entry is found by its title, an alias or its meaning (W-3, W-4), and an append grows an
+# entry the smart turn injects or lists in its world index. The keyword profiles (classic, sillytavern)
+# read the same book as keyword entries: only keys (the aliases) trigger it, never the title or the
+# meaning, so a new entry without aliases never reaches the model there (measured through the API);
+# the server profile reads no character's book at all (S-2). So the tools exist only in smart turns.
+LIVING_PROFILES = frozenset({Profile.SMART.value})
+
+
+def profile_takes_living_world(profile: str) -> bool:
+    """Whether a turn under ``profile`` reads what the living world writes (L-1, L-2)."""
+    return profile in LIVING_PROFILES
+
+
+def living_world_profile_reason(profile: str) -> str:
+    """Why a chat under ``profile`` has no living-world tools, in the API's words (L-1)."""
+    return (f"This chat runs the {profile} profile, which does not read the living world's lore: the model's new "
+            "entries are found by name or by meaning only in the smart profile (L-1, L-2), so no lore_create / "
+            "lore_append tools are offered here and tool calls are refused. Use the smart profile for this chat "
+            "(create it with \"profile\": \"smart\", or send \"profile\": \"smart\" with the context call and the "
+            "tool call).")
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """An optional argument as OpenAI's strict mode wants it: required, and null when not given."""
+    return {**schema, "type": [schema["type"], "null"]}
+
+
 def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
     """``lore_create`` and ``lore_append`` in the OpenAI function-calling format, for ``books``.
 
     With several living books each tool takes a ``book`` id, and the
     descriptions say what each book is for (its title and description).
+
+    The definitions pass OpenAI's strict mode as published (``strict: true``):
+    every property is required (an optional one is nullable), every object has
+    ``additionalProperties: false``, and only the supported keywords appear, so
+    lengths are said in the descriptions and enforced when the call is run
+    (W-12, L-3: a refusal the model reads). A non-strict model may leave a
+    nullable argument out: missing is read as null.
     """
     if not books:
         return ()
@@ -84,6 +119,8 @@ def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
         book_prop = {"book": {"type": "integer", "enum": [b.pk for b in books],
                               "description": f"Which world book it belongs in: {lines}."}}
     required_book = ["book"] if several else []
+    title, lore = limits.SMART_ENTRY_TITLE, limits.SMART_ENTRY_CONTENT
+    aliases = limits.SMART_ALIASES
     create = {
         "type": "function",
         "function": {
@@ -92,21 +129,25 @@ def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
                 f"Add a new lore entry{where} when the story establishes a durable world fact that no entry "
                 f"covers yet. {purpose} The entry is only recalled when relevant (never always-on)."
             ),
+            "strict": True,
             "parameters": {
                 "type": "object",
                 "properties": {
                     **book_prop,
-                    "title": {"type": "string", "minLength": limits.SMART_ENTRY_TITLE.min,
-                              "maxLength": limits.SMART_ENTRY_TITLE.max,
-                              "description": "The topic's name, as someone would ask about it."},
-                    "lore": {"type": "string", "minLength": limits.SMART_ENTRY_CONTENT.min,
-                             "maxLength": limits.LIVING_WORLD_NEW_ENTRY.value,
-                             "description": "Self-contained lore, written as an encyclopedia line, not as narration."},
-                    "aliases": {"type": "array", "maxItems": limits.SMART_ALIASES.max_items,
-                                "items": {"type": "string", "maxLength": limits.SMART_ALIASES.max_item_length},
-                                "description": "Other names the topic goes by (proper names, not common words)."},
+                    "title": {"type": "string",
+                              "description": f"The topic's name, as someone would ask about it "
+                                             f"({title.min}–{title.max} characters)."},
+                    "lore": {"type": "string",
+                             "description": f"Self-contained lore, written as an encyclopedia line, not as narration "
+                                            f"({lore.min}–{limits.LIVING_WORLD_NEW_ENTRY.value:,} characters)."},
+                    "aliases": _nullable({
+                        "type": "array", "items": {"type": "string"},
+                        "description": f"Other names the topic goes by (proper names, not common words; at most "
+                                       f"{aliases.max_items}, each at most {aliases.max_item_length} characters), "
+                                       "or null when it has none.",
+                    }),
                 },
-                "required": [*required_book, "title", "lore"],
+                "required": [*required_book, "title", "lore", "aliases"],
                 "additionalProperties": False,
             },
         },
@@ -119,13 +160,15 @@ def living_tools_schema(books: Sequence[Book]) -> tuple[dict[str, Any], ...]:
                 f"Add a lasting new detail at the end of an existing lore entry{where}. {purpose} Existing text is "
                 "never rewritten or deleted: only add what is new."
             ),
+            "strict": True,
             "parameters": {
                 "type": "object",
                 "properties": {
                     **book_prop,
                     "entry": {"type": "integer", "description": "The entry id (from the injected lore or world index)."},
-                    "text": {"type": "string", "minLength": 1, "maxLength": limits.LIVING_WORLD_APPEND.value,
-                             "description": "The new detail, one or a few sentences."},
+                    "text": {"type": "string",
+                             "description": f"The new detail, one or a few sentences (at most "
+                                            f"{limits.LIVING_WORLD_APPEND.value:,} characters)."},
                 },
                 "required": [*required_book, "entry", "text"],
                 "additionalProperties": False,

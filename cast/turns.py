@@ -27,10 +27,9 @@ from django.db import connection, transaction
 from django.db.models.sql import InsertQuery, UpdateQuery
 from django.utils import timezone
 
-from books.living import living_tools_schema
 from books.models import Book
 from books.services import entries_flag_regex_overruns
-from cast.living import chat_living_books
+from cast.living import LivingWorld, living_world_for
 from cast.models import Character, Chat, Novel, RequestLog, Story
 from cast.selectors import GatheredBook, Gathering, chat_books_gather, chat_read, chat_state_lock
 from cast.usage import request_usage_sweep_soon
@@ -116,6 +115,8 @@ class TurnAnswer:
     gathering: Gathering
     timed_state: dict[str, Any]
     tools: tuple[dict[str, Any], ...] = ()
+    # A chat turn that reaches its owner's living book: its tools, or why there are none (L-1).
+    living_world: LivingWorld | None = None
     # The full rendered message list, when a template was asked for.
     rendered: tuple[dict[str, Any], ...] | None = None
     log: LogDetail = "compact"
@@ -528,7 +529,8 @@ def _turn_on(chat: Chat, gathering: Gathering, *, request: TurnInput, profile: s
              meaning: ChatMeaningSearch | None) -> TurnAnswer:
     answer = turn_run(request=request, profile=profile, gathering=gathering, state=state, seed=f"chat-{chat.pk}",
                       meaning=meaning)
-    return replace(answer, tools=answer.tools + living_world_tools(chat, gathering, request))
+    living = living_world_tools(chat, gathering, request, profile)
+    return replace(answer, tools=answer.tools + (living.tools if living else ()), living_world=living)
 
 
 def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
@@ -559,11 +561,10 @@ def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     return replace(answer, request_log_id=log_id)
 
 
-def living_world_tools(chat: Chat, gathering: Gathering, request: TurnInput) -> tuple[dict[str, Any], ...]:
-    """L-1/L-2: ``lore_create`` / ``lore_append`` for a tool-capable model in the owner's chat of a living book."""
-    if not request.tools:
-        return ()
-    return living_tools_schema(chat_living_books(chat, [g.book for g in gathering.books]))
+def living_world_tools(chat: Chat, gathering: Gathering, request: TurnInput, profile: str) -> LivingWorld | None:
+    """L-1/L-2: ``lore_create`` / ``lore_append`` for a tool-capable model in the owner's smart chat of a living
+    book; elsewhere the reason there are none (``cast.living.living_world_for``)."""
+    return living_world_for(chat, [g.book for g in gathering.books], profile=profile, tools=request.tools)
 
 
 def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:

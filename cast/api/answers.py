@@ -89,7 +89,11 @@ def _arg(description: str) -> dict[str, Any]:
 
 
 def _tool_schema(name: str, description: str, arguments: dict[str, str], required: list[str]) -> dict[str, Any]:
-    """A tool in the OpenAI function-calling format, its arguments named one by one."""
+    """A tool in the OpenAI function-calling format, its arguments named one by one.
+
+    Ready for OpenAI's strict mode: ``strict: true``, every property required (an optional one is nullable)
+    and ``additionalProperties: false``; lengths are in the descriptions and checked when the call runs.
+    """
     return {
         "type": "object",
         "description": description,
@@ -98,10 +102,12 @@ def _tool_schema(name: str, description: str, arguments: dict[str, str], require
             "type": {"type": "string", "enum": ["function"]},
             "function": {
                 "type": "object",
-                "required": ["name", "description", "parameters"],
+                "required": ["name", "description", "strict", "parameters"],
                 "properties": {
                     "name": {"type": "string", "enum": [name]},
                     "description": {"type": "string", "description": "What the tool is for, written for the model."},
+                    "strict": {"type": "boolean", "enum": [True],
+                               "description": "OpenAI strict function calling: the definition follows its rules."},
                     "parameters": {
                         "type": "object",
                         "description": "JSON Schema of the arguments.",
@@ -113,7 +119,7 @@ def _tool_schema(name: str, description: str, arguments: dict[str, str], require
                                 "properties": {arg: _arg(text) for arg, text in arguments.items()},
                             },
                             "required": {"type": "array", "items": {"type": "string"},
-                                         "description": f"Always {', '.join(required)}."},
+                                         "description": f"Every property: {', '.join(required)}."},
                             "additionalProperties": {"type": "boolean", "enum": [False]},
                         },
                     },
@@ -134,8 +140,9 @@ LORE_CREATE_TOOL = _tool_schema(
     "/api/v1/chats/{id}/tool-calls.",
     {"book": BOOK_ARG, "title": "string, 2–100 characters (W-12).",
      "lore": "string, 20–4,000 characters (W-12, L-3).",
-     "aliases": "array of at most 50 strings of ≤120 characters (W-12)."},
-    ["title", "lore (and book, with several living books)"],
+     "aliases": "array of at most 50 strings of ≤120 characters (W-12), or null (type [\"array\", \"null\"]): "
+                "a model may also leave it out."},
+    ["title", "lore", "aliases (and book, with several living books)"],
 )
 LORE_APPEND_TOOL = _tool_schema(
     "lore_append", "L-2: the model adds text at the end of an entry of a living book (never a rewrite or a delete); "
@@ -160,6 +167,19 @@ class TimedStateField(serializers.DictField):
     pass
 
 
+class LivingWorldOut(serializers.Serializer):
+    tools_offered = serializers.BooleanField(help_text="Whether `tools` carry lore_create / lore_append this turn.")
+    books = serializers.ListField(child=serializers.IntegerField(),
+                                  help_text="The chat owner's living books this turn reaches (L-1).")
+    code = serializers.ChoiceField(choices=["living_world_profile", "model_without_tools"], allow_null=True,
+                                   help_text="Why no tools: `living_world_profile`, the chat's profile does not read "
+                                             "the living world (only `smart` does; the same text is in `warnings`, "
+                                             "and a tool call there is refused with 409); `model_without_tools`, "
+                                             "the call said `model.tools: false`. Null when the tools are offered.")
+    rule = serializers.CharField(allow_null=True, help_text="L-1 when the tools are off.")
+    off_reason = serializers.CharField(allow_null=True, help_text="Why there are no tools, in words.")
+
+
 class RenderedMessageOut(serializers.Serializer):
     role = serializers.CharField()
     content = serializers.CharField(allow_blank=True)
@@ -176,7 +196,9 @@ class ContextOut(serializers.Serializer):
     injections = InjectionOut(many=True, help_text="In prompt order.")
     world_index = WorldIndexLineOut(many=True)
     tools = serializers.ListField(child=ToolField(), help_text="Tools for tool-capable models: the lookup tool (W-5); "
-                                  "lore_create and lore_append in the owner's chats of a living book (L-1, L-2).")
+                                  "lore_create and lore_append in the owner's smart-profile chats of a living book "
+                                  "(L-1, L-2; elsewhere `living_world` says why not). Each is ready for OpenAI's "
+                                  "strict function calling (`strict: true`).")
     request_log = LogRowOut(many=True, help_text="One row per entry considered (C-15); compact leaves out "
                                                  "entries simply not matched.")
     request_log_summary = LogSummaryOut()
@@ -184,6 +206,8 @@ class ContextOut(serializers.Serializer):
     timed_state = TimedStateField()
     books = BookUsedOut(many=True)
     books_left_out = BookLeftOutOut(many=True)
+    living_world = LivingWorldOut(required=False, help_text="In a chat that reaches a living book of its owner: "
+                                  "whether its tools are offered, and if not, why (L-1, L-2).")
     messages = RenderedMessageOut(many=True, required=False, help_text="The rendered prompt, when asked.")
     request_log_id = serializers.IntegerField(required=False, help_text="The stored request log (chat turns).")
 
@@ -211,7 +235,7 @@ def context_body(answer: TurnAnswer) -> dict[str, Any]:
             "not_matched": summary.not_matched,
             "not_matched_listed": summary.not_matched_listed,
         },
-        "warnings": list(selection.warnings),
+        "warnings": list(selection.warnings),  # and the living world's, below
         "timed_state": answer.timed_state,
         "books": [
             {"id": g.book.pk, "title": g.book.title, "label": g.label, "via": g.via} for g in answer.gathering.books
@@ -220,6 +244,10 @@ def context_body(answer: TurnAnswer) -> dict[str, Any]:
             {"id": left.book_id, "title": left.title, "reason": left.reason} for left in answer.gathering.left_out
         ],
     }
+    if answer.living_world is not None:
+        body["living_world"] = answer.living_world.as_dict()
+        if answer.living_world.warning:
+            body["warnings"].append(answer.living_world.warning)
     if answer.rendered is not None:
         body["messages"] = list(answer.rendered)
     if answer.request_log_id is not None:

@@ -412,6 +412,10 @@ class ToolCallIn(StrictInput):
     model = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",
                                   help_text="The model that made the call (listed in AI updates).")
     tool_call = ToolCallBodyIn(help_text="One entry of the assistant message's tool_calls (OpenAI format).")
+    profile = serializers.ChoiceField(choices=PROFILE_CHOICES, required=False, allow_blank=True, default="",
+                                      help_text="The profile the turn that offered the tool ran under, when the "
+                                                "context call named one; by default the chat's (else the tenant's "
+                                                "default). Only `smart` takes tool calls (L-1).")
 
 
 class ToolMessageOut(serializers.Serializer):

@@ -25,6 +25,7 @@ from cast.services import character_delete, character_import
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from books.api.io_views import CappedMultiPartParser
+from lore_platform.api.errors import ErrorOut
 from books.selectors import book_entry_count
 from retrieval.engine import values as ev
 from retrieval.adapter.lookup import lore_lookup
@@ -226,18 +227,25 @@ class ChatViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSe
         gathering = cast_selectors.chat_books_gather(chat, actor=self.actor, profile=profile)
         return Response(lore_lookup([g.book for g in gathering.books], entry_id))
 
-    @extend_schema(request=s.ToolCallIn, responses={200: s.ToolCallOut}, tags=["living world"],
+    @extend_schema(request=s.ToolCallIn, tags=["living world"], responses={
+                       200: s.ToolCallOut,
+                       409: OpenApiResponse(ErrorOut, description="`living_world_profile` (L-1): the chat's profile "
+                                            "does not read the living world (only `smart` does); nothing written."),
+                   },
                    summary="Run a living-world tool call from this chat's reply (L-1..L-4)",
                    description="Refusals (the 30-writes budget, a size, a chat that is not the book owner's, a "
                    "book without the living world) are answered 200 with `ok: false` and the error in the tool "
-                   "result, for the model to read. Only a chat the caller cannot see is 404.")
+                   "result, for the model to read. A chat the caller cannot see is 404. A chat whose profile is "
+                   "not `smart` (the only one that reads the living world, so no tools were offered there) is "
+                   "409 `living_world_profile` (L-1).")
     @action(detail=True, methods=["post"], url_path="tool-calls")
     def tool_calls(self, request: Request, pk: str) -> Response:
         data = s.ToolCallIn(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         result = living.tool_call_run(actor=self.actor, chat_id=int(pk), reply_id=values["reply_id"],
-                                      model=values["model"], tool_call=values["tool_call"])
+                                      model=values["model"], tool_call=values["tool_call"],
+                                      profile=values["profile"])
         return Response({"ok": result.ok, "result": result.result, "message": result.message})
 
     @extend_schema(request=None, responses={200: s.ReplyRevertOut}, tags=["living world"],

@@ -26,6 +26,8 @@ def lookup_tool_schema() -> dict[str, Any]:
                 "Read the full text of a topic listed in the world index when the conversation needs "
                 "its details."
             ),
+            # OpenAI's strict function calling: every property required, no other keys (as the living world's).
+            "strict": True,
             "parameters": {
                 "type": "object",
                 "properties": {

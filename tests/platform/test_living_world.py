@@ -79,12 +79,15 @@ def test_tools_come_with_a_tool_capable_model_in_the_owners_chat(tenant_a, valid
     tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
     assert {"lore_create", "lore_append"} <= set(tools)
     create = tools["lore_create"]
-    assert create["parameters"]["required"] == ["title", "lore"] and "book" not in create["parameters"]["properties"]
+    # Strict mode: every property required, the optional aliases nullable.
+    assert create["parameters"]["required"] == ["title", "lore", "aliases"]
+    assert "book" not in create["parameters"]["properties"]
+    assert create["parameters"]["properties"]["aliases"]["type"] == ["array", "null"]
     assert "durable world fact" in create["description"] and "Never use it for the scene" in create["description"]
     assert '"Varn"' in create["description"]
     assert "canon" not in create["parameters"]["properties"]  # L-2: never canon
     assert tools["lore_append"]["parameters"]["required"] == ["entry", "text"]
-    assert tools["lore_append"]["parameters"]["properties"]["text"]["maxLength"] == 2_000
+    assert "at most 2,000 characters" in tools["lore_append"]["parameters"]["properties"]["text"]["description"]
 
     no_tools = _context(tenant_a.member_client, chat, "hello", model={**MODEL, "tools": False})
     assert not {t["function"]["name"] for t in no_tools["tools"]} & {"lore_create", "lore_append"}
