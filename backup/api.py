@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,6 +19,7 @@ from books.api.io_views import (
     _upload_bytes,
 )
 from lore_platform.api.base import TenantAPIView
+from lore_platform.errors import ValidationFailed
 from backup import services
 
 
@@ -35,11 +36,26 @@ class TenantBackupView(TenantAPIView):
             ),
             403: ERRORS[403],
         },
-        summary="Download the tenant's lore as a native backup (admins)",
+        parameters=[
+            OpenApiParameter(
+                "request_logs", OpenApiTypes.BOOL, required=False,
+                description="1: add every chat's request logs (C-15; they can be large). Default: left out.",
+            )
+        ],
+        summary="Download everything the tenant owns as a native backup (admins)",
+        description=(
+            "Books with their entries, lineages, characters, stories, novels, attachments, chats with their timed "
+            "state, living-world write records and review queue, ended AI jobs, members and settings. Never "
+            "secrets: no API key or its hash, no model API key, no link token. A member's private book stays "
+            "theirs alone (P-1) and is left out."
+        ),
         operation_id="backup_download",
     )
     def get(self, request: Request) -> HttpResponse:
-        payload = services.tenant_backup(actor=self.actor)
+        flag = request.query_params.get("request_logs", "")
+        if flag not in ("", "0", "1", "true", "false"):
+            raise ValidationFailed("request_logs is 1 or 0.", field="request_logs", rule="I-6")
+        payload = services.tenant_backup(actor=self.actor, request_logs=flag in ("1", "true"))
         return _download(payload, exports.CONTENT_TYPES["native"], services.tenant_backup_filename(self.actor.tenant))
 
 

@@ -22,6 +22,7 @@ I-2/S-2): a restore never overwrites.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +38,9 @@ from books.formats import (
     current_limits,
     normalise_text,
     read_native,
-    write_native,
 )
+from books.formats.native import native_document
+from backup import full
 from books.formats.jsonio import loads
 from books.formats.model import book_text_check, plain_json
 from books.formats.native import is_native
@@ -65,13 +67,20 @@ def tenant_backup_check(actor: Actor) -> None:
         raise PermissionDenied("Only tenant admins back up the tenant's lore (S-1).", rule="S-1")
 
 
-def tenant_backup(*, actor: Actor) -> bytes:
-    """The tenant's lore as one native document (admins only; a read)."""
+def tenant_backup(*, actor: Actor, request_logs: bool = False) -> bytes:
+    """The tenant's lore and everything built on it as one native document (admins only; a read).
+
+    The books and lineages are the native format (version 1, which every reader of a native
+    file understands); the rest is under ``"backup"`` (``BACKUP_VERSION``), ``backup.full``
+    says what it holds. ``request_logs``: add the chats' request logs (they can be large).
+    """
     tenant_backup_check(actor)
-    books = books_visible_to(actor).select_related("owner", "lineage").order_by("pk")
-    return write_native(
+    books = list(books_visible_to(actor).select_related("owner", "lineage").order_by("pk"))
+    doc = native_document(
         [book_as_imported(book, with_collection=True) for book in books], lineages=lineages_native(actor.tenant)
     )
+    doc["backup"] = full.section(actor, books, request_logs=request_logs)
+    return json.dumps(doc, ensure_ascii=False, indent=2).encode("utf-8")
 
 
 def tenant_backup_filename(tenant: Tenant) -> str:
@@ -89,7 +98,7 @@ class _BookPlan:
     lineage_key: str | None
 
 
-def _read_backup(data: bytes) -> NativeBackup:
+def _read_backup(data: bytes) -> tuple[NativeBackup, dict[str, Any] | None]:
     if not isinstance(data, (bytes, bytearray)):
         raise ValidationFailed("Send the backup file's bytes.", field="file", rule="I-1")
     limit = backup_max_bytes()
@@ -113,7 +122,7 @@ def _read_backup(data: bytes) -> NativeBackup:
             book_text_check(book)
         except ValidationFailed as exc:
             raise ValidationFailed(exc.message, field=f"books.{index}.{exc.field}", rule=exc.rule) from None
-    return backup
+    return backup, full.read_section(doc)
 
 
 def _members_by_email(tenant: Tenant) -> dict[str, Membership]:
@@ -197,8 +206,10 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
         raise PermissionDenied("This API key may only read; restoring needs the write scope.", rule="S-1")
     if not actor.is_admin:
         raise PermissionDenied("Only tenant admins restore a backup (S-1).", rule="S-1")
-    backup = _read_backup(data)
+    backup, section = _read_backup(data)
     warnings: list[str] = []
+    restored = full.Restored(tenant=actor.tenant, old_tenant=_old_tenant(section))
+    rest: dict[str, int] = {}
     written: list[dict[str, Any]] = []
     characters_created = 0
     with transaction.atomic():
@@ -212,13 +223,14 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
             have = set(
                 Character.objects.for_tenant(actor.tenant).filter(lineage=lineage).values_list("name", flat=True)
             )
-            for name in item.characters:
+            # A version-2 backup lists its characters with their ids (restored with the rest).
+            for name in item.characters if section is None else ():
                 if name.strip() and name.strip() not in have:
                     character_import(tenant=actor.tenant, name=name, lineage_key=lineage.key)
                     have.add(name.strip())
                     characters_created += 1
 
-        for plan in plans:
+        for index, plan in enumerate(plans):
             c = plan.collection
             fields: dict[str, Any] = {
                 "scope": c.scope,
@@ -241,9 +253,19 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
                 )
                 fields["lineage"] = lineage
             book = book_create(actor=plan.owner_actor, title=plan.book.name, profile=c.profile, **fields)
-            entries = sorted(plan.book.entries, key=lambda e: e.position)
-            rows = entries_as_fields(entries, profile=c.profile, scope=c.scope, warnings=warnings)
+            ids: list[dict[str, Any]] = (
+                full.book_entries(section, index, len(plan.book.entries)) if section is not None
+                else [{}] * len(plan.book.entries)
+            )
+            # List order; the ids travel with their entries (a stable sort keeps the file's order).
+            pairs = sorted(zip(plan.book.entries, ids), key=lambda pair: pair[0].position)
+            rows = entries_as_fields([e for e, _ in pairs], profile=c.profile, scope=c.scope, warnings=warnings)
             created = entries_write(plan.owner_actor, book, rows)
+            if section is not None:
+                old_id = full.book_id_of(section, index)
+                restored.books[old_id] = book
+                full.entries_restored(actor.tenant, [r for _, r in pairs], created, f"backup.books.{index}.entries",
+                                      restored)
             _visibility_restore(plan.owner_actor, book, c.visibility, warnings)
             written.append(
                 {
@@ -254,6 +276,9 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
                     "entries": len(created),
                 }
             )
+        if section is not None:
+            rest = full.restore_rest(actor, section, restored, warnings)
+            characters_created = rest.pop("characters_created", 0)
     return {
         "format": "loreweave-native",
         "books": written,
@@ -261,5 +286,13 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
         "entries_restored": sum(item["entries"] for item in written),
         "lineages": len(backup.lineages),
         "characters_created": characters_created,
+        "backup_version": 1 if section is None else section["version"],
+        "restored": rest,
         "warnings": warnings,
     }
+
+
+def _old_tenant(section: dict[str, Any] | None) -> int | None:
+    tenant = section.get("tenant") if section is not None else None
+    value = tenant.get("id") if isinstance(tenant, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
