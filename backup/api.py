@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,6 +21,24 @@ from books.api.io_views import (
 from lore_platform.api.base import TenantAPIView
 from lore_platform.errors import ValidationFailed
 from backup import services
+
+
+class RestoredRowsOut(serializers.Serializer):
+    """Every count is there for a version-2 backup; a version-1 backup restores none of these."""
+
+    characters = serializers.IntegerField(required=False, help_text="Characters of the backup, created or found by name.")
+    stories = serializers.IntegerField(required=False)
+    novels = serializers.IntegerField(required=False)
+    attachments = serializers.IntegerField(required=False)
+    chats = serializers.IntegerField(required=False)
+    request_logs = serializers.IntegerField(required=False, help_text="Only when the backup holds them.")
+    lore_writes = serializers.IntegerField(required=False, help_text="Living-world write records, held ones (the review queue) too.")
+    jobs = serializers.IntegerField(required=False, help_text="AI jobs that had ended.")
+
+
+class FullRestoreReceiptOut(RestoreReceiptOut):
+    backup_version = serializers.IntegerField(help_text="1: books and lineages only; 2: everything the tenant owns.")
+    restored = RestoredRowsOut(help_text="Rows restored beyond books (empty for a version-1 backup).")
 
 
 def restore_upload_cap() -> int:
@@ -66,11 +84,11 @@ class TenantRestoreView(UploadView):
 
     @extend_schema(
         request={"multipart/form-data": RestoreIn},
-        responses={201: RestoreReceiptOut, **{k: v for k, v in ERRORS.items() if k != 404}},
+        responses={201: FullRestoreReceiptOut, **{k: v for k, v in ERRORS.items() if k != 404}},
         summary="Restore a native backup into this tenant (admins; all or nothing)",
         operation_id="backup_restore",
     )
     def post(self, request: Request) -> Response:
         data = _parse(RestoreIn, request.data)
         receipt = services.tenant_restore(actor=self.actor, data=_upload_bytes(data["file"], self.upload_cap()))
-        return Response(RestoreReceiptOut(receipt).data, status=status.HTTP_201_CREATED)
+        return Response(FullRestoreReceiptOut(receipt).data, status=status.HTTP_201_CREATED)

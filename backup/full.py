@@ -208,7 +208,9 @@ def read_section(doc: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _rows(raw: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
-    value = raw.get(name) or []
+    value = raw.get(name)
+    if value is None:
+        return []
     if not isinstance(value, list):
         refuse("{path} must be a list, not {type}", f"backup.{name}", rule=RULE,
                values={"path": f"backup.{name}", "type": type_name(value)})
