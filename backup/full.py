@@ -61,6 +61,7 @@ from jobs.restore import job_restore, model_settings_restore
 from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Membership, Tenant, User
+from lore_platform.tenancy.services import tenant_default_profile_set
 from retrieval.engine.sillytavern.entries import book_from_st_json
 
 BACKUP_VERSION = 2
@@ -83,7 +84,8 @@ def _iso(value: datetime | None) -> str | None:
 
 def section(actor: Actor, books: Sequence[Book], *, request_logs: bool) -> dict[str, Any]:
     """The ``"backup"`` section for ``books`` (the native part's books, same order)."""
-    tenant = actor.tenant
+    # The row as it is now: an actor's tenant may come from a process's cache of verified keys.
+    tenant = Tenant.objects.get(pk=actor.tenant.pk)
     book_ids = {book.pk for book in books}
     emails = _Emails()
     entries: dict[int, list[dict[str, Any]]] = {}
@@ -288,8 +290,16 @@ class Restored:
     counts: dict[str, int] = field(default_factory=dict)
     ownerless: dict[str, set[str]] = field(default_factory=dict)
 
+    book_pks: dict[int, int] = field(default_factory=dict)
+    # No books, chats or characters before the restore: the backup's tenant settings come back too.
+    fresh: bool = False
+
+    def book_add(self, old: int, book: Book) -> None:
+        self.books[old] = book
+        self.book_pks[old] = book.pk
+
     def book_id(self, old: Any) -> Any:
-        return _mapped(old, {k: v.pk for k, v in self.books.items()})
+        return _mapped(old, self.book_pks)
 
     def entry_id(self, old: Any) -> Any:
         return _mapped(old, self.entries)
@@ -351,7 +361,7 @@ def restore_rest(actor: Actor, raw: Mapping[str, Any], done: Restored, warnings:
             done.ownerless.setdefault(kind, set()).add(email)
         return user
 
-    _settings(actor, raw, warnings)
+    _settings(actor, raw, warnings, fresh=done.fresh)
     _characters(tenant, raw, done, person)
     for name, store, write in (("stories", done.stories, story_restore), ("novels", done.novels, novel_restore)):
         for i, row in enumerate(_rows(raw, name)):
@@ -374,7 +384,7 @@ def restore_rest(actor: Actor, raw: Mapping[str, Any], done: Restored, warnings:
     }
 
 
-def _settings(actor: Actor, raw: Mapping[str, Any], warnings: list[str]) -> None:
+def _settings(actor: Actor, raw: Mapping[str, Any], warnings: list[str], *, fresh: bool) -> None:
     settings = as_object(raw.get("settings") or {}, "backup.settings")
     model = as_object(settings.get("model") or {}, "backup.settings.model")
     base_url = _text(model, "base_url", "backup.settings.model", limit=500).strip()
@@ -388,9 +398,13 @@ def _settings(actor: Actor, raw: Mapping[str, Any], warnings: list[str]) -> None
                         "API key: set it again if the model needs one")
     profile = as_object(raw.get("tenant") or {}, "backup.tenant").get("default_profile")
     if profile in Tenant.Profile.values and profile != actor.tenant.default_profile:
-        Tenant.objects.filter(pk=actor.tenant.pk).update(default_profile=profile)
-        actor.tenant.default_profile = profile
-        warnings.append(f"the tenant's default profile is now {profile!r}, as in the backup")
+        if fresh:
+            tenant_default_profile_set(tenant=actor.tenant, profile=profile)
+            warnings.append(f"the tenant's default profile is now {profile!r}, as in the backup")
+        else:
+            # A tenant in use keeps its own: changing it would change every chat that uses the default.
+            warnings.append(f"the backup's default profile {profile!r} was not applied: this tenant was in use "
+                            f"already and keeps {actor.tenant.default_profile!r}")
 
 
 def _characters(tenant: Tenant, raw: Mapping[str, Any], done: Restored,
@@ -582,7 +596,9 @@ def _lore_writes(tenant: Tenant, raw: Mapping[str, Any], done: Restored) -> None
             tenant=tenant, book=book,
             # An undone create's entry is gone: its id stays on record as it was (no constraint).
             entry_id=done.entries.get(entry, entry) if isinstance(entry, int) else None,
-            chat_id=done.chats[chat].pk if chat in done.chats else chat,
+            # A write from a chat deleted before the backup names no chat here (0): its old id could be
+            # another chat's in this database, and a reply revert there must not find it.
+            chat_id=done.chats[chat].pk if chat in done.chats else 0,
             created_at=_time(row, "created_at", path) or LoreWrite._meta.get_field("created_at").get_default(),
             decided_at=_time(row, "decided_at", path), **fields,
         )
@@ -655,3 +671,11 @@ __all__ = ["BACKUP_VERSION", "Restored", "book_entries", "entries_restored", "re
 
 def book_id_of(raw: Mapping[str, Any], index: int) -> int:
     return _int(_rows(raw, "books")[index], "id", f"backup.books.{index}") or 0
+
+
+def books_count_check(raw: Mapping[str, Any], count: int) -> None:
+    """``backup.books`` pairs with the native books one to one: a file edited by hand must keep them so."""
+    listed = len(_rows(raw, "books"))
+    if listed != count:
+        refuse("{path} lists {listed} books; the file holds {count}", "backup.books", rule=RULE,
+               values={"path": "backup.books", "listed": listed, "count": count})

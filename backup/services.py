@@ -48,7 +48,7 @@ from books.imports import entries_as_fields, entries_write
 from books.lineages import lineage_get_or_create, lineage_key_normalise
 from books.models import Book, Lineage, Scope, Visibility
 from books.services import book_create
-from cast.models import Character
+from cast.models import Character, Chat
 from cast.services import character_import
 from lore_platform.errors import (
     Conflict,
@@ -122,7 +122,10 @@ def _read_backup(data: bytes) -> tuple[NativeBackup, dict[str, Any] | None]:
             book_text_check(book)
         except ValidationFailed as exc:
             raise ValidationFailed(exc.message, field=f"books.{index}.{exc.field}", rule=exc.rule) from None
-    return backup, full.read_section(doc)
+    section = full.read_section(doc)
+    if section is not None:
+        full.books_count_check(section, len(backup.books))
+    return backup, section
 
 
 def _members_by_email(tenant: Tenant) -> dict[str, Membership]:
@@ -215,6 +218,11 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=actor.tenant.pk).first()
         plans = _plan_restore(actor, backup, warnings)
+        restored.fresh = not (
+            Book.objects.for_tenant(actor.tenant).exists()
+            or Character.objects.for_tenant(actor.tenant).exists()
+            or Chat.objects.for_tenant(actor.tenant).exists()
+        )
 
         lineages: dict[str, Lineage] = {}
         for item in backup.lineages:
@@ -263,7 +271,7 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
             created = entries_write(plan.owner_actor, book, rows)
             if section is not None:
                 old_id = full.book_id_of(section, index)
-                restored.books[old_id] = book
+                restored.book_add(old_id, book)
                 full.entries_restored(actor.tenant, [r for _, r in pairs], created, f"backup.books.{index}.entries",
                                       restored)
             _visibility_restore(plan.owner_actor, book, c.visibility, warnings)

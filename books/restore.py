@@ -17,9 +17,9 @@ from lore_platform.tenancy.models import Tenant
 
 def entry_usage_restore(*, tenant: Tenant, usage: Sequence[tuple[int, int, datetime | None]]) -> None:
     """``usage``: (entry id, usage count, last used) for entries just restored; untouched ones stay 0."""
-    for entry_id, count, last_used_at in usage:
-        if count or last_used_at is not None:
-            Entry.objects.for_tenant(tenant).filter(pk=entry_id).update(usage_count=count, last_used_at=last_used_at)
+    rows = [Entry(pk=entry_id, tenant=tenant, usage_count=count, last_used_at=last_used_at)
+            for entry_id, count, last_used_at in usage if count or last_used_at is not None]
+    Entry.objects.for_tenant(tenant).bulk_update(rows, ["usage_count", "last_used_at"], batch_size=500)
 
 
 def lore_write_restore(*, tenant: Tenant, book: Book, entry_id: int | None, chat_id: int, **fields: Any) -> LoreWrite:

@@ -167,3 +167,12 @@ def tenant_create(*, name: str, admin_email: str, profile: str = Tenant.Profile.
     membership_set(tenant=tenant, user=admin, role=Membership.Role.ADMIN)
     key = api_key_create(tenant=tenant, name=f"{name} admin key", scopes=["read", "write"], user=admin)
     return CreatedTenant(tenant=tenant, admin=admin, key=key)
+
+
+def tenant_default_profile_set(*, tenant: Tenant, profile: str) -> Tenant:
+    """The profile a chat with none of its own uses (a restore into a fresh tenant brings it back)."""
+    if profile not in Tenant.Profile.values:
+        raise ValidationFailed("Unknown profile {profile}.", values={"profile": repr(profile)}, field="default_profile")
+    tenant.default_profile = profile
+    tenant.save(update_fields=["default_profile"])  # post_save: processes forget keys holding the old row
+    return tenant

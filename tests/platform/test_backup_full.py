@@ -18,7 +18,7 @@ from books.models import Book, Entry, Lineage, LoreWrite, Profile, Scope
 from cast.models import Attachment, Character, Chat, Novel, RequestLog, Story
 from jobs.models import Job, TenantModelSettings
 from lore_platform.tenancy.models import ApiKey, Tenant
-from lore_platform.tenancy.services import api_key_create, membership_set
+from lore_platform.tenancy.services import api_key_create, membership_set, tenant_default_profile_set
 from retrieval.adapter.loading import engine_book
 from sharing.models import BookShare
 from tests.books.factories import SMART_LORE, fill, make_book, make_entry
@@ -126,7 +126,7 @@ def _everything(a: Any, other: Any, capture: Any, settings: Any) -> dict[str, An
     # Settings: the model (with its secret key) and the tenant's default profile.
     _ok(admin.put("/api/v1/jobs/model", {"base_url": "http://models.test/v1", "model": "tiny",
                                          "api_key": MODEL_KEY}, format="json"), 200)
-    Tenant.objects.filter(pk=a.tenant.pk).update(default_profile="smart")
+    tenant_default_profile_set(tenant=a.tenant, profile="smart")
     return {"dragons": dragons, "st_chat": st}
 
 
@@ -316,7 +316,10 @@ def test_people_who_are_not_members_leave_their_rows_ownerless(make_tenant, sett
                                                                django_capture_on_commit_callbacks):
     a, b, other = make_tenant("Alpha"), make_tenant("Beta"), make_tenant("Gamma")
     _everything(a, other, django_capture_on_commit_callbacks, settings)
+    make_book(b, owner="admin", title="Beta's own")  # Beta is in use: its settings stay its own
     receipt = _ok(_restore(b.admin_client, a.admin_client.get("/api/v1/backup").content))
+    assert Tenant.objects.get(pk=b.tenant.pk).default_profile == "classic"
+    assert any("default profile 'smart' was not applied" in w for w in receipt["warnings"])
     # Nobody of Alpha is a member of Beta: their chats, characters, attachments, jobs are nobody's now.
     assert set(Chat.objects.for_tenant(b.tenant).values_list("owner", flat=True)) == {None}
     assert Character.objects.for_tenant(b.tenant).get(name="Mira").created_by is None
