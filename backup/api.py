@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from backup import services
 from books import exports
 from books.api.io_serializers import RestoreIn, RestoreReceiptOut
 from books.api.io_views import (
@@ -20,7 +21,6 @@ from books.api.io_views import (
 )
 from lore_platform.api.base import TenantAPIView
 from lore_platform.errors import ValidationFailed
-from backup import services
 
 
 class RestoredRowsOut(serializers.Serializer):

@@ -56,13 +56,14 @@ from cast.restore import (
 )
 from cast.selectors import request_logs_for
 from cast.services import character_import
-from jobs.models import FINAL_STATES, Job, JobKind, JobState, TenantModelSettings
+from jobs.models import FINAL_STATES, Job, JobKind, TenantModelSettings
 from jobs.restore import job_restore, model_settings_restore
 from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Membership, Tenant, User
 from lore_platform.tenancy.services import tenant_default_profile_set
 from retrieval.engine.sillytavern.entries import book_from_st_json
+from sharing.selectors import book_for_attach
 
 BACKUP_VERSION = 2
 RULE = "I-6"
@@ -428,8 +429,6 @@ def _characters(tenant: Tenant, raw: Mapping[str, Any], done: Restored,
 
 def _attachments(actor: Actor, raw: Mapping[str, Any], done: Restored,
                  person: Callable[[Any, str], User | None], warnings: list[str]) -> None:
-    from sharing.selectors import book_for_attach  # sharing sits beside cast; imported where used
-
     targets = {"character": done.characters, "story": done.stories, "novel": done.novels}
     count = 0
     for i, row in enumerate(_rows(raw, "attachments")):
@@ -665,8 +664,6 @@ def entries_restored(tenant: Tenant, rows: Sequence[Mapping[str, Any]], created:
     entry_usage_restore(tenant=tenant, usage=usage)
 
 
-__all__ = ["BACKUP_VERSION", "Restored", "book_entries", "entries_restored", "read_section", "restore_rest",
-           "section", "timed_state_remap", "JobState"]
 
 
 def book_id_of(raw: Mapping[str, Any], index: int) -> int:

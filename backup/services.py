@@ -1,10 +1,14 @@
-"""A tenant's full lore backup and its restore (I-6): above every app they save.
+"""A tenant's full backup and its restore (I-6): above every app they save.
 
 ``tenant_backup`` writes every book a tenant admin can see (the tenant's own
 books, the admin's books and members' non-private books — a private book
 stays its owner's alone, as everywhere else) with the tenant's lineages and
-the names of their characters, in the native format. ``tenant_restore``
-brings such a backup back, all or nothing, adding to what the tenant has:
+the names of their characters, in the native format, and beside them the
+``"backup"`` section (version 2, ``backup.full``): characters, stories,
+novels, attachments, chats with their timed state, request logs (on request),
+living-world writes, ended AI jobs, members and settings — never a secret.
+``tenant_restore`` brings such a backup back (or a version-1 one: books and
+lineages only), all or nothing, in one transaction, adding to what the tenant has:
 
 * lineages by key (created when missing) and their characters by name
   (created when the lineage has none of that name);
@@ -14,7 +18,9 @@ brings such a backup back, all or nothing, adding to what the tenant has:
   ``sharing.services.book_visibility_set`` (a book now too small to be
   public, P-1, comes back unlisted, with a warning);
 * every entry with every field, channels and ``extra`` included, in list
-  order, through ``entries_create_bulk`` (its limit checks, indexing).
+  order, through ``entries_create_bulk`` (its limit checks, indexing);
+* then the section's rows (``backup.full.restore_rest``), every old id mapped
+  to the row just written.
 
 A book whose name its owner already uses in this tenant, or a persona book
 whose lineage has its book already, refuses the whole restore (``Conflict``,
@@ -29,6 +35,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from backup import full
 from books.access import books_visible_to
 from books.exports import backup_max_bytes, book_as_imported, lineages_native
 from books.formats import (
@@ -39,11 +46,9 @@ from books.formats import (
     normalise_text,
     read_native,
 )
-from books.formats.native import native_document
-from backup import full
 from books.formats.jsonio import loads
 from books.formats.model import book_text_check, plain_json
-from books.formats.native import is_native
+from books.formats.native import is_native, native_document
 from books.imports import entries_as_fields, entries_write
 from books.lineages import lineage_get_or_create, lineage_key_normalise
 from books.models import Book, Lineage, Scope, Visibility

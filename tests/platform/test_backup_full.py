@@ -18,7 +18,11 @@ from books.models import Book, Entry, Lineage, LoreWrite, Profile, Scope
 from cast.models import Attachment, Character, Chat, Novel, RequestLog, Story
 from jobs.models import Job, TenantModelSettings
 from lore_platform.tenancy.models import ApiKey, Tenant
-from lore_platform.tenancy.services import api_key_create, membership_set, tenant_default_profile_set
+from lore_platform.tenancy.services import (
+    api_key_create,
+    membership_set,
+    tenant_default_profile_set,
+)
 from retrieval.adapter.loading import engine_book
 from sharing.models import BookShare
 from tests.books.factories import SMART_LORE, fill, make_book, make_entry
@@ -211,9 +215,9 @@ def _names(rows: Any) -> list[str]:
 
 def tenant_rows(tenant: Tenant) -> dict[str, list[Any]]:
     idents = _idents(tenant)
-    book = lambda pk: idents["book"].get(pk)  # noqa: E731
-    entry = lambda pk: _id(idents, "entry", pk)  # noqa: E731
-    chat = lambda pk: _id(idents, "chat", pk)  # noqa: E731
+    book = lambda pk: idents["book"].get(pk)
+    entry = lambda pk: _id(idents, "entry", pk)
+    chat = lambda pk: _id(idents, "chat", pk)
 
     def of(model: Any, order: str = "pk") -> Any:
         return model.objects.for_tenant(tenant).order_by(order)
@@ -334,7 +338,7 @@ def test_a_bad_backup_names_the_problem_and_writes_nothing(make_tenant, settings
     a, b, other = make_tenant("Alpha"), make_tenant("Beta"), make_tenant("Gamma")
     _everything(a, other, django_capture_on_commit_callbacks, settings)
     doc = json.loads(a.admin_client.get("/api/v1/backup").content)
-    counts = lambda: [m.objects.for_tenant(b.tenant).count() for m in (Book, Character, Chat, LoreWrite)]  # noqa: E731
+    counts = lambda: [m.objects.for_tenant(b.tenant).count() for m in (Book, Character, Chat, LoreWrite)]
     before = counts()
     cases = [
         (lambda d: d["backup"]["chats"][0].update(character=999_999), "backup.chats.0.character"),
