@@ -72,6 +72,9 @@ def _everything(a: Any, other: Any, capture: Any, settings: Any) -> dict[str, An
     make_entry(shared, title="Note", content="A note everyone reads.", keys=["note"])
     world = make_book(a, owner="admin", profile=Profile.SMART, title="Varn", living_world=True)
     salt = make_entry(world, title="Salt", content="Salt is money in Varn; the guild weighs it.", keys=["salt"])
+    # Decorated entries leave their ids in the chat's timed state (kept / spent).
+    make_entry(server, title="Ledger", keys=["salt"], content="@@keep\nThe salt ledger is kept in the tower.")
+    make_entry(server, title="Omen", keys=["salt"], content="@@dont_activate_after_match\nA gull cries once.")
     held = make_book(a, owner="admin", profile=Profile.SMART, title="Grey Sea", living_world=True,
                      living_world_review=True)
     make_entry(held, title="Tides", content=SMART_LORE)
@@ -110,7 +113,7 @@ def _everything(a: Any, other: Any, capture: Any, settings: Any) -> dict[str, An
     _ok(admin.post("/api/v1/chats", {"kind": "novel", "novel_id": novel, "channel_id": "111"}, format="json"))
     _turn(admin, chat, "Tell me about salt.")
     _turn(admin, st, "I draw the sword.")
-    _turn(member, group, "A note, please.")
+    _turn(member, group, "A note, please, and the salt price.")
     # Living-world writes: applied, then one held for review (the review queue) and one rejected.
     _tool(admin, chat, "lore_create", "r1", book=world.pk, title="Glass Tower",
           lore="The Glass Tower stands on the salt flats.")
@@ -273,6 +276,8 @@ def test_a_restore_brings_back_every_row_the_tenant_owns(make_tenant, settings,
     for table, rows in source.items():
         assert rows, f"the source tenant has no {table} row: the test would prove nothing"
         assert restored[table] == rows, table
+    timed = [c["timed_state"] for c in source["chat"] if c["timed_state"]]
+    assert {"kept", "spent", "sillytavern"} <= {k for state in timed for k in state}, timed
     assert len(source["request_log"]) == 3 and len(source["lore_write"]) == 4 and len(source["job"]) == 3
     assert {w["state"] for w in source["lore_write"]} == {"applied", "held", "rejected"}
     assert receipt["restored"]["chats"] == 5 and receipt["restored"]["request_logs"] == 3
