@@ -102,6 +102,10 @@ def section(actor: Actor, books: Sequence[Book], *, request_logs: bool) -> dict[
     own_books = set(Book.objects.for_tenant(tenant).values_list("pk", flat=True))
     kept_attachments = [a for a in attachments if a.book_id in book_ids or a.book_id not in own_books]
     chats = Chat.objects.for_tenant(tenant).prefetch_related("members").order_by("pk")
+    # Entries of books the backup leaves out (members' private ones): their ids would name nothing, or
+    # another entry, after a restore.
+    unsaved = {str(pk) for pk in Entry.objects.for_tenant(tenant).exclude(book_id__in=book_ids)
+               .values_list("pk", flat=True)}
     out: dict[str, Any] = {
         "version": BACKUP_VERSION,
         "tenant": {"id": tenant.pk, "name": tenant.name, "default_profile": tenant.default_profile},
@@ -128,7 +132,7 @@ def section(actor: Actor, books: Sequence[Book], *, request_logs: bool) -> dict[
         "chats": [
             {"id": c.pk, "owner": emails.of(c.owner_id), "character": c.character_id,
              "members": sorted(m.pk for m in c.members.all()), "story": c.story_id, "novel": c.novel_id,
-             "timed_state": c.timed_state or {}, "created_at": _iso(c.created_at),
+             "timed_state": _state_without(c.timed_state or {}, unsaved), "created_at": _iso(c.created_at),
              **{name: getattr(c, name) for name in _CHAT_COLUMNS}}
             for c in chats
         ],
@@ -147,6 +151,24 @@ def section(actor: Actor, books: Sequence[Book], *, request_logs: bool) -> dict[
         ],
     }
     out["left_out"]["jobs_in_progress"] = Job.objects.for_tenant(tenant).exclude(state__in=FINAL_STATES).count()
+    return out
+
+
+def _state_without(state: Mapping[str, Any], unsaved: set[str]) -> dict[str, Any]:
+    """A chat's timed state without the entries the backup does not hold."""
+    if not unsaved:
+        return dict(state)
+    out = dict(state)
+    for name in ("kept", "spent"):
+        if isinstance(state.get(name), list):
+            out[name] = [x for x in state[name] if str(x) not in unsaved]
+    st = state.get("sillytavern")
+    if isinstance(st, Mapping):
+        out["sillytavern"] = {
+            kind: ({k: v for k, v in effects.items() if str(k).partition(".")[2] not in unsaved}
+                   if kind in ("sticky", "cooldown") and isinstance(effects, Mapping) else effects)
+            for kind, effects in st.items()
+        }
     return out
 
 
@@ -443,6 +465,8 @@ def _attachments(actor: Actor, raw: Mapping[str, Any], done: Restored,
             # is never in a backup, so an unlisted one is attached again by whoever has its link.
             try:
                 book = book_for_attach(actor, book_id=_int(row, "book", path))
+                if book.title != row.get("book_title"):  # another database: the id names another book
+                    raise NotFound("No such book.", field="book_id")
             except NotFound:
                 warnings.append(f"attachment of another tenant's book {row.get('book_title')!r} was not restored: "
                                 "it is not public here; attach it again through its link")
@@ -614,7 +638,8 @@ def _job_ids(value: Any, done: Restored) -> Any:
     out: dict[str, Any] = {}
     for key, item in value.items():
         if key in ("book", "book_id") and isinstance(item, int):
-            out[key] = done.book_id(item)
+            # A book the backup does not hold (a private one, since deleted) is no target here.
+            out[key] = done.book_pks.get(item)
         elif key in ("entry_ids",) and isinstance(item, list):
             out[key] = [done.entry_id(e) for e in item]
         elif key == "job" and isinstance(item, int):

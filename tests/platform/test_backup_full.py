@@ -371,3 +371,23 @@ def test_an_old_backup_of_books_and_lineages_still_restores(tenant_a, tenant_b):
     del doc["backup"]  # what a backup was before version 2
     receipt = _ok(_restore(tenant_b.admin_client, json.dumps(doc).encode()))
     assert receipt["backup_version"] == 1 and receipt["books_restored"] == 1
+
+
+def test_a_members_private_book_stays_theirs_alone(tenant_a):
+    """P-1: an admin's backup holds no member's private book, nor its ids or lore in chats and logs."""
+    secret = make_book(tenant_a, owner="member", title="Diary of Mira")
+    entry = make_entry(secret, title="Crush", keys=["salt"], content="@@keep\nMira loves the salt merchant.")
+    client = tenant_a.member_client
+    mira = _ok(client.post("/api/v1/characters", {"name": "Mira"}, format="json"))["id"]
+    _ok(client.post("/api/v1/attachments", {"target": "character", "target_id": mira, "book_id": secret.pk},
+                    format="json"))
+    chat = _ok(client.post("/api/v1/chats", {"kind": "character", "character_id": mira}, format="json"))["id"]
+    _turn(client, chat, "The salt, again.")
+    assert Chat.objects.for_tenant(tenant_a.tenant).get(pk=chat).timed_state["kept"] == [str(entry.pk)]
+
+    data = tenant_a.admin_client.get("/api/v1/backup", {"request_logs": "1"}).content.decode()
+    doc = json.loads(data)
+    assert "Diary of Mira" not in data and "salt merchant" not in data
+    assert doc["backup"]["left_out"] == {"private_books": 1, "attachments": 1, "jobs_in_progress": 0}
+    assert doc["backup"]["chats"][0]["timed_state"] == {"kept": []}
+    assert len(doc["backup"]["request_logs"]) == 1
