@@ -617,8 +617,9 @@ def _lore_writes(tenant: Tenant, raw: Mapping[str, Any], done: Restored) -> None
         entry = row.get("entry")
         lore_write_restore(
             tenant=tenant, book=book,
-            # An undone create's entry is gone: its id stays on record as it was (no constraint).
-            entry_id=done.entries.get(entry, entry) if isinstance(entry, int) else None,
+            # An entry gone before the backup (an undone create, a hand delete) names none here: its old id
+            # could be a restored entry's in this database, and an undo would then change that one.
+            entry_id=done.entries.get(entry) if isinstance(entry, int) else None,
             # A write from a chat deleted before the backup names no chat here (0): its old id could be
             # another chat's in this database, and a reply revert there must not find it.
             chat_id=done.chats[chat].pk if chat in done.chats else 0,
