@@ -1,10 +1,14 @@
-"""A tenant's full lore backup and its restore (I-6): above every app they save.
+"""A tenant's full backup and its restore (I-6): above every app they save.
 
 ``tenant_backup`` writes every book a tenant admin can see (the tenant's own
 books, the admin's books and members' non-private books — a private book
 stays its owner's alone, as everywhere else) with the tenant's lineages and
-the names of their characters, in the native format. ``tenant_restore``
-brings such a backup back, all or nothing, adding to what the tenant has:
+the names of their characters, in the native format, and beside them the
+``"backup"`` section (version 2, ``backup.full``): characters, stories,
+novels, attachments, chats with their timed state, request logs (on request),
+living-world writes, ended AI jobs, members and settings — never a secret.
+``tenant_restore`` brings such a backup back (or a version-1 one: books and
+lineages only), all or nothing, in one transaction, adding to what the tenant has:
 
 * lineages by key (created when missing) and their characters by name
   (created when the lineage has none of that name);
@@ -14,7 +18,9 @@ brings such a backup back, all or nothing, adding to what the tenant has:
   ``sharing.services.book_visibility_set`` (a book now too small to be
   public, P-1, comes back unlisted, with a warning);
 * every entry with every field, channels and ``extra`` included, in list
-  order, through ``entries_create_bulk`` (its limit checks, indexing).
+  order, through ``entries_create_bulk`` (its limit checks, indexing);
+* then the section's rows (``backup.full.restore_rest``), every old id mapped
+  to the row just written.
 
 A book whose name its owner already uses in this tenant, or a persona book
 whose lineage has its book already, refuses the whole restore (``Conflict``,
@@ -22,12 +28,14 @@ I-2/S-2): a restore never overwrites.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from backup import full
 from books.access import books_visible_to
 from books.exports import backup_max_bytes, book_as_imported, lineages_native
 from books.formats import (
@@ -37,16 +45,15 @@ from books.formats import (
     current_limits,
     normalise_text,
     read_native,
-    write_native,
 )
 from books.formats.jsonio import loads
 from books.formats.model import book_text_check, plain_json
-from books.formats.native import is_native
+from books.formats.native import is_native, native_document
 from books.imports import entries_as_fields, entries_write
 from books.lineages import lineage_get_or_create, lineage_key_normalise
 from books.models import Book, Lineage, Scope, Visibility
 from books.services import book_create
-from cast.models import Character
+from cast.models import Character, Chat
 from cast.services import character_import
 from lore_platform.errors import (
     Conflict,
@@ -65,13 +72,20 @@ def tenant_backup_check(actor: Actor) -> None:
         raise PermissionDenied("Only tenant admins back up the tenant's lore (S-1).", rule="S-1")
 
 
-def tenant_backup(*, actor: Actor) -> bytes:
-    """The tenant's lore as one native document (admins only; a read)."""
+def tenant_backup(*, actor: Actor, request_logs: bool = False) -> bytes:
+    """The tenant's lore and everything built on it as one native document (admins only; a read).
+
+    The books and lineages are the native format (version 1, which every reader of a native
+    file understands); the rest is under ``"backup"`` (``BACKUP_VERSION``), ``backup.full``
+    says what it holds. ``request_logs``: add the chats' request logs (they can be large).
+    """
     tenant_backup_check(actor)
-    books = books_visible_to(actor).select_related("owner", "lineage").order_by("pk")
-    return write_native(
+    books = list(books_visible_to(actor).select_related("owner", "lineage").order_by("pk"))
+    doc = native_document(
         [book_as_imported(book, with_collection=True) for book in books], lineages=lineages_native(actor.tenant)
     )
+    doc["backup"] = full.section(actor, books, request_logs=request_logs)
+    return json.dumps(doc, ensure_ascii=False, indent=2).encode("utf-8")
 
 
 def tenant_backup_filename(tenant: Tenant) -> str:
@@ -89,7 +103,7 @@ class _BookPlan:
     lineage_key: str | None
 
 
-def _read_backup(data: bytes) -> NativeBackup:
+def _read_backup(data: bytes) -> tuple[NativeBackup, dict[str, Any] | None]:
     if not isinstance(data, (bytes, bytearray)):
         raise ValidationFailed("Send the backup file's bytes.", field="file", rule="I-1")
     limit = backup_max_bytes()
@@ -113,7 +127,10 @@ def _read_backup(data: bytes) -> NativeBackup:
             book_text_check(book)
         except ValidationFailed as exc:
             raise ValidationFailed(exc.message, field=f"books.{index}.{exc.field}", rule=exc.rule) from None
-    return backup
+    section = full.read_section(doc)
+    if section is not None:
+        full.books_count_check(section, len(backup.books))
+    return backup, section
 
 
 def _members_by_email(tenant: Tenant) -> dict[str, Membership]:
@@ -197,13 +214,20 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
         raise PermissionDenied("This API key may only read; restoring needs the write scope.", rule="S-1")
     if not actor.is_admin:
         raise PermissionDenied("Only tenant admins restore a backup (S-1).", rule="S-1")
-    backup = _read_backup(data)
+    backup, section = _read_backup(data)
     warnings: list[str] = []
+    restored = full.Restored(tenant=actor.tenant, old_tenant=_old_tenant(section))
+    rest: dict[str, int] = {}
     written: list[dict[str, Any]] = []
     characters_created = 0
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=actor.tenant.pk).first()
         plans = _plan_restore(actor, backup, warnings)
+        restored.fresh = not (
+            Book.objects.for_tenant(actor.tenant).exists()
+            or Character.objects.for_tenant(actor.tenant).exists()
+            or Chat.objects.for_tenant(actor.tenant).exists()
+        )
 
         lineages: dict[str, Lineage] = {}
         for item in backup.lineages:
@@ -212,13 +236,14 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
             have = set(
                 Character.objects.for_tenant(actor.tenant).filter(lineage=lineage).values_list("name", flat=True)
             )
-            for name in item.characters:
+            # A version-2 backup lists its characters with their ids (restored with the rest).
+            for name in item.characters if section is None else ():
                 if name.strip() and name.strip() not in have:
                     character_import(tenant=actor.tenant, name=name, lineage_key=lineage.key)
                     have.add(name.strip())
                     characters_created += 1
 
-        for plan in plans:
+        for index, plan in enumerate(plans):
             c = plan.collection
             fields: dict[str, Any] = {
                 "scope": c.scope,
@@ -241,9 +266,19 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
                 )
                 fields["lineage"] = lineage
             book = book_create(actor=plan.owner_actor, title=plan.book.name, profile=c.profile, **fields)
-            entries = sorted(plan.book.entries, key=lambda e: e.position)
-            rows = entries_as_fields(entries, profile=c.profile, scope=c.scope, warnings=warnings)
+            ids: list[dict[str, Any]] = (
+                full.book_entries(section, index, len(plan.book.entries)) if section is not None
+                else [{}] * len(plan.book.entries)
+            )
+            # List order; the ids travel with their entries (a stable sort keeps the file's order).
+            pairs = sorted(zip(plan.book.entries, ids), key=lambda pair: pair[0].position)
+            rows = entries_as_fields([e for e, _ in pairs], profile=c.profile, scope=c.scope, warnings=warnings)
             created = entries_write(plan.owner_actor, book, rows)
+            if section is not None:
+                old_id = full.book_id_of(section, index)
+                restored.book_add(old_id, book)
+                full.entries_restored(actor.tenant, [r for _, r in pairs], created, f"backup.books.{index}.entries",
+                                      restored)
             _visibility_restore(plan.owner_actor, book, c.visibility, warnings)
             written.append(
                 {
@@ -254,6 +289,9 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
                     "entries": len(created),
                 }
             )
+        if section is not None:
+            rest = full.restore_rest(actor, section, restored, warnings)
+            characters_created = rest.pop("characters_created", 0)
     return {
         "format": "loreweave-native",
         "books": written,
@@ -261,5 +299,13 @@ def tenant_restore(*, actor: Actor, data: bytes) -> dict[str, Any]:
         "entries_restored": sum(item["entries"] for item in written),
         "lineages": len(backup.lineages),
         "characters_created": characters_created,
+        "backup_version": 1 if section is None else section["version"],
+        "restored": rest,
         "warnings": warnings,
     }
+
+
+def _old_tenant(section: dict[str, Any] | None) -> int | None:
+    tenant = section.get("tenant") if section is not None else None
+    value = tenant.get("id") if isinstance(tenant, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -430,3 +430,12 @@ def password_reset_request(*, email: str, link_for: Callable[[User], str], signu
         f"To choose a new Loreweave password, open this link:\n{link_for(user)}\n\n"
         "It works once, for a limited time. If you did not ask for it, ignore this message: nothing changes."
     ))
+
+
+def tenant_default_profile_set(*, tenant: Tenant, profile: str) -> Tenant:
+    """The profile a chat with none of its own uses (a restore into a fresh tenant brings it back)."""
+    if profile not in Tenant.Profile.values:
+        raise ValidationFailed("Unknown profile {profile}.", values={"profile": repr(profile)}, field="default_profile")
+    tenant.default_profile = profile
+    tenant.save(update_fields=["default_profile"])  # post_save: processes forget keys holding the old row
+    return tenant
