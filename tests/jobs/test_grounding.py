@@ -85,3 +85,13 @@ def test_generate_has_no_source_so_only_placeholders_are_checked():
     warnings = draft_placeholders(draft)
     assert draft[0]["aliases"] == ["Isles"] and draft[0]["flags"] == ["its title is a placeholder, not a name"]
     assert len(warnings) == 2
+
+
+def test_on_real_books_own_lore_passes_and_an_unrelated_books_lore_is_flagged():
+    from bench.split_bench import corpus_books, grounding_measure
+    from tests.shared_data import require_shared
+
+    result = grounding_measure(corpus_books(require_shared("corpus")))
+    assert result["own"]["flagged"] == 0.0 and result["own"]["entries"] >= 500
+    assert result["edited"]["flagged"] <= 0.1
+    assert result["foreign"]["flagged"] >= 0.9 and result["foreign"]["entries"] >= 100
