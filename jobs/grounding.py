@@ -128,11 +128,13 @@ class Source:
 
     text: str
     flat: str  # normalised, with a space at each end so phrases match at word boundaries
+    bare: str  # normalised without spaces: a spaceless script's phrase matches across the notes' line breaks
     grams: frozenset[str]
 
     @classmethod
     def of(cls, text: str) -> Source:
-        return cls(text=text, flat=f" {normalise(text)} ", grams=frozenset(grams(text)))
+        flat = normalise(text)
+        return cls(text=text, flat=f" {flat} ", bare=flat.replace(" ", ""), grams=frozenset(grams(text)))
 
     def has_phrase(self, phrase: str) -> bool:
         """Whether ``phrase`` occurs in the notes as whole words (any place in a spaceless script)."""
@@ -140,8 +142,14 @@ class Source:
         if not flat:
             return False
         if _NO_SPACE.search(flat):
-            return flat in self.flat or flat.replace(" ", "") in self.flat.replace(" ", "")
+            return flat in self.flat or flat.replace(" ", "") in self.bare
         return f" {flat} " in self.flat
+
+
+def _short(gram: str) -> bool:
+    if _NO_SPACE.search(gram):
+        return len(gram) < CJK_GRAM
+    return gram.count(" ") < WORD_GRAM - 1
 
 
 def grounding(lore: str, source: Source) -> Grounding:
@@ -149,8 +157,8 @@ def grounding(lore: str, source: Source) -> Grounding:
     own = grams(lore)
     if not own:
         return Grounding(share=1.0, grams=0, found=0)
-    # A gram missing from the set may still be in the notes across one of their sentence ends.
-    found = sum(1 for g in own if g in source.grams or source.has_phrase(g))
+    # A whole sentence shorter than a gram is looked up as a phrase (it may sit inside a longer one).
+    found = sum(1 for g in own if g in source.grams or (_short(g) and source.has_phrase(g)))
     return Grounding(share=round(found / len(own), 4), grams=len(own), found=found)
 
 
