@@ -380,8 +380,9 @@ def _canon_few(entries: list[dict[str, Any]]) -> list[str]:
     """A-1: "a few marked canon" — at least one, at most a quarter (rounded up) of the draft."""
     cap = max(1, -(-len(entries) // 4))
     marked = [e for e in entries if e["canon"]]
-    if not marked and entries:
-        entries[0]["canon"] = True
+    first = next((e for e in entries if not e.get("flags")), None)  # a flagged entry waits for a person's look
+    if not marked and first is not None:
+        first["canon"] = True
         return ["no entry was marked canon; the first one is"]
     if len(marked) > cap:
         for extra in marked[cap:]:

@@ -208,6 +208,13 @@ def test_a_usable_draft_with_one_bad_entry_is_kept_with_that_entry_flagged(tenan
     assert receipt.json()["added"] == 4
 
 
+def test_a_flagged_first_entry_is_not_made_canon(tenant_a, model, django_capture_on_commit_callbacks):
+    bad = {"title": "Isle number 0", "lore": "short", "aliases": [], "canon": False}
+    model.script(completion(entries_json([bad, *[entry(n) for n in range(1, 5)]])))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert [e["canon"] for e in body["draft"]] == [False, True, False, False, False]
+
+
 def test_a_placeholder_alias_is_removed_from_a_generated_draft(tenant_a, model, django_capture_on_commit_callbacks):
     entries = [entry(n, canon=n == 1) for n in range(1, 5)]
     entries[1]["aliases"] = ["...", "Isle 2", "…", "alias", ""]
