@@ -32,7 +32,7 @@ from books.imports import book_import_into, book_import_new
 from books.models import Entry, Profile
 from lore_platform import outbound
 from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
-from jobs import prompts, selectors, splitter
+from jobs import grounding, prompts, selectors, splitter
 from jobs.llm import Completion, LlmClient, LlmConfig, LlmError, NotJson, OpenAICompatible, Usage, parse_json
 from jobs.models import ACTIVE_STATES, FINAL_STATES, Job, JobKind, JobState, TenantModelSettings
 from jobs.selectors import model_config_for
@@ -341,6 +341,35 @@ def draft_entry_refusal(raw: Any, index: int) -> tuple[dict[str, Any] | None, Va
     return entry, None
 
 
+def draft_entry_kept(raw: Any, index: int) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`draft_entry_check`, but an entry with a title and lore that breaks a W-12 limit is kept, flagged
+    with the reason (a person fixes or leaves it in the review; accepting the whole draft leaves it out).
+    None only when there is nothing to keep (not an object, no title or no lore)."""
+    entry, problem = draft_entry_check(raw, index)
+    if problem is None or not isinstance(raw, Mapping):
+        return entry, problem
+    title, lore, aliases = raw.get("title"), raw.get("lore", raw.get("content")), raw.get("aliases", [])
+    if not isinstance(title, str) or not isinstance(lore, str):
+        return None, problem
+    aliases = [aliases] if isinstance(aliases, str) else aliases if isinstance(aliases, list) else []
+    return {"title": re.sub(r"\s+", " ", title).strip(), "lore": lore.strip(),
+            "aliases": [a.strip() for a in aliases if isinstance(a, str) and a.strip()], "canon": False,
+            "flags": [problem]}, problem
+
+
+def _fit(entries: list[dict[str, Any]], most: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """At most ``most`` entries: the unflagged ones first, in the model's order (A-1: a draft holds 4–16)."""
+    if len(entries) <= most:
+        return entries, []
+    ranked = sorted(range(len(entries)), key=lambda i: (bool(entries[i].get("flags")), i))
+    kept = sorted(ranked[:most])
+    left = [entries[i]["title"][:40] for i in ranked[most:]]
+    return [entries[i] for i in kept], [
+        f"the model gave {len(entries)} entries; the draft keeps {most}, the most it holds (A-1); left out: "
+        + ", ".join(repr(t) for t in left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+    ]
+
+
 def _read_entries(stored: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
     """The raw entries of an answer, and remarks (a cut-off last item)."""
     value, cut = parse_json(stored.get("text") or "", truncated=stored.get("finish_reason") == "length")
@@ -355,8 +384,9 @@ def _canon_few(entries: list[dict[str, Any]]) -> list[str]:
     """A-1: "a few marked canon" — at least one, at most a quarter (rounded up) of the draft."""
     cap = max(1, -(-len(entries) // 4))
     marked = [e for e in entries if e["canon"]]
-    if not marked and entries:
-        entries[0]["canon"] = True
+    first = next((e for e in entries if not e.get("flags")), None)  # a flagged entry waits for a person's look
+    if not marked and first is not None:
+        first["canon"] = True
         return ["no entry was marked canon; the first one is"]
     if len(marked) > cap:
         for extra in marked[cap:]:
@@ -388,23 +418,30 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
         except NotJson as error:
             problems, items, readable = [str(error)], [], False
         seen: set[str] = set()
+        flagged: list[str] = []
         for index, raw in enumerate(items):
-            entry, problem = draft_entry_check(raw, index)
-            if problem:
-                problems.append(problem)
+            entry, problem = draft_entry_kept(raw, index)
+            if entry is None:
+                problems.append(problem or f"entry {index + 1} is not usable")
                 continue
-            assert entry is not None
             title_key = normalise_text(entry["title"])
             if title_key in seen or title_key in existing:
                 problems.append(f"entry {index + 1} ({entry['title'][:40]!r}) repeats a title")
                 continue
+            if problem:
+                problems.append(problem)
+                flagged.append(f"flagged: {problem}")
             seen.add(title_key)
             entries.append(entry)
-        if readable and not low <= len(entries) <= high:
-            problems.insert(0, f"it gave {len(entries)} usable entries; the draft needs {low}–{high} (W-12)")
-        if low <= len(entries) <= high and (best is None or len(problems) < len(best[1])):
-            best = (entries, [*remarks, *problems])
-        if not problems:
+        valid = sum(1 for e in entries if not e.get("flags"))
+        if readable and valid < low:
+            problems.insert(0, f"it gave {valid} usable entries; the draft needs {low}–{high} (W-12)")
+        # Usable (enough valid entries): kept as it is, a bad entry flagged and too many cut to the best
+        # ``high``; asking again would cost a whole call for what a person fixes in the review.
+        if valid >= low:
+            entries, cut = _fit(entries, high)
+            kept = [p for p in problems if p not in {f[len("flagged: "):] for f in flagged}]
+            best = (entries, [*remarks, *kept, *flagged, *cut])
             break
         _cancelled_check(job)
         messages = [*messages, {"role": "assistant", "content": stored.get("text") or ""},
@@ -416,7 +453,7 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
         )
     entries, notes = best
     warnings = [f"dropped: {p}" for p in notes if p.startswith("entry")] + [p for p in notes if not p.startswith(("entry", "it gave"))]
-    return entries, [*warnings, *_canon_few(entries)]
+    return entries, [*warnings, *_canon_few(entries), *grounding.draft_placeholders(entries)]
 
 
 def chunks_of(text: str, max_chars: int) -> list[str]:
@@ -496,21 +533,25 @@ def _split(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list
                 raise _JobFailed("model_not_json", f"Part {n + 1} of {len(chunks)}: {error} Asked twice.") from None
         warnings.extend(f"part {n + 1}: {r}" for r in remarks)
         for index, raw in enumerate(items):
-            entry, problem = draft_entry_check(raw, index)
-            if problem:
+            entry, problem = draft_entry_kept(raw, index)
+            if entry is None:
                 warnings.append(f"part {n + 1}: dropped {problem}")
-            elif entry is not None:
+            elif problem:
+                drafts.append(entry)  # flagged: kept apart, never merged into a valid entry
+                warnings.append(f"part {n + 1}: flagged {problem}")
+            else:
                 _merge(drafts, entry)
     if not drafts:
         raise _JobFailed("nothing_found", "The model found no entries in these notes.")
-    return drafts, warnings
+    return drafts, [*warnings, *grounding.draft_ground(drafts, text)]
 
 
 # --- accepting ------------------------------------------------------------------------------
 
 
 def _chosen(job: Job, entries: Sequence[Mapping[str, Any]] | None) -> list[ImportedEntry]:
-    picked = job.draft if entries is None else list(entries)
+    # The whole draft means its entries that need no look: a flagged one is accepted only when sent back.
+    picked = [e for e in job.draft if not e.get("flags")] if entries is None else list(entries)
     if not isinstance(picked, list) or not picked:
         raise ValidationFailed("Pick at least one entry to accept.", field="entries")
     out: list[ImportedEntry] = []

@@ -2,12 +2,20 @@
 
 Pure Python, no Django. Recognised, in this order of precedence:
 
-1. Markdown headings (``#``…``######`` and setext ``===``/``---``): the
-   shallowest level used more than once cuts the notes (a lone top heading is
-   the document's title); deeper headings stay inside their section.
-2. Plain-text headings: a short line without end punctuation, alone after a
+1. Title lines: ``Title: Name`` lines (also ``Name:``, ``Entry:``, ``Topic:``
+   and their Spanish, Chinese and Japanese words), then bold-title lines
+   (``**Name**`` or ``__Name__`` alone on a line). They cut the notes when the
+   notes begin with one, or (without Markdown headings) after a one-paragraph
+   introduction: the notes' first title says which kind titles their topics,
+   so the lore's own headings or bold lines stay inside the lore.
+2. Markdown headings (``#``…``######`` and setext ``===``/``---``): the level
+   of the notes' first heading cuts them when it is used more than once (a
+   shallower heading inside a topic is the lore's own and stays in it); else
+   the shallowest level used more than once (a lone top heading is the
+   document's title); deeper headings stay inside their section.
+3. Plain-text headings: a short line without end punctuation, alone after a
    blank line and followed by a paragraph (``THE NORTH``, ``The North:``).
-3. Inside a section without headings: definition lists (``Term`` then
+4. Inside a section without headings: definition lists (``Term`` then
    ``: text``), ``Name: text`` / ``Name — text`` lines (also as bullets), a
    line ending in ``:`` heading a bullet group, else blank-line paragraphs.
 
@@ -31,6 +39,17 @@ _BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d+[.)])[ \t]+(.*)$")
 _DEF = re.compile(r"^[ \t]*:[ \t]+(.+)$")
 # "Name: text", "Name — text", "Name – text", "Name - text"; the name is short and starts a line.
 _NAMED = re.compile(r"^(?:\*\*|__)?(?P<name>[^\s:—–][^:—–\n]{0,79}?)(?:\*\*|__)?[ \t]*(?::|[ \t][—–-])[ \t]+(?P<text>\S.*)$")
+# "Title: Saltmarch" (the label is a field's name, the rest is the title), possibly in bold.
+_TITLE_LINE = re.compile(
+    r"^[ \t]*(?:\*\*|__)?(?:title|name|entry|topic|t[ií]tulo|nombre|entrada|tema|标题|標題|名称|名稱|条目|條目|"
+    r"タイトル|名前|項目)(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(?P<title>[^\n]{1,100}?)(?:\*\*|__)?[ \t]*$",
+    re.IGNORECASE,
+)
+# A line that is only a bold name: "**Saltmarch**", "__Saltmarch__", "**Saltmarch:**", "**Saltmarch**:".
+_BOLD_LINE = re.compile(r"^[ \t]*(\*\*|__)(?P<title>[^*_\n]{1,100}?)\1[ \t]*[:：]?[ \t]*$")
+# A body's first line naming its field ("Content: ...") after a Title: line.
+_BODY_LABEL = re.compile(r"^[ \t]*(?:content|lore|text|description|contenido|descripci[oó]n|内容|內容|描述|正文|本文)"
+                         r"[ \t]*[:：][ \t]*", re.IGNORECASE)
 _END_PUNCT = re.compile(r"[.!?,;…)\]\"”»]$")
 _SENTENCE_END = re.compile(r"[.!?,;…。！？，；]$")
 _MARKUP = re.compile(r"[*_`]+")
@@ -118,13 +137,61 @@ def _cut(lines: list[str], starts: list[tuple[int, str, int]]) -> list[tuple[str
     return out
 
 
+def _title_lines(lines: list[str], headings: dict[int, tuple[int, str, int]]) -> list[tuple[int, str, int]]:
+    """Title: lines or bold-title lines that cut the notes (see the module's order), else nothing."""
+    fenced = False
+    first: int | None = None
+    titled: list[tuple[int, str, int]] = []
+    bold: list[tuple[int, str, int]] = []
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or not line.strip():
+            continue
+        if first is None:
+            first = i
+        m = _TITLE_LINE.match(line)
+        if m and not _SENTENCE_END.search(m.group("title").strip()):
+            titled.append((i, m.group("title"), 1))
+            continue
+        m = _BOLD_LINE.match(line)
+        if m and not _SENTENCE_END.search(m.group("title").strip().rstrip(":：")):
+            bold.append((i, m.group("title"), 1))
+    # Bold lines after a blank line are the notes' titles when there are several: a bold line inside the
+    # lore (a sub-heading right under a tag or a paragraph) then stays in it.
+    spaced = [b for b in bold if b[0] == 0 or not lines[b[0] - 1].strip()]
+    bold = spaced if len(spaced) >= 2 else bold
+    for found in (titled, bold):
+        if len(found) < 2 or first is None:
+            continue
+        # Before the first title, at most one paragraph (the notes' own introduction); more, and these
+        # lines are inside the lore of topics titled some other way.
+        preamble = "\n".join(lines[first : found[0][0]]).strip().split("\n")
+        if found[0][0] == first or (not headings and all(line.strip() for line in preamble)):
+            return found
+    return []
+
+
+def _unlabelled(cut: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
+    return [(title, _BODY_LABEL.sub("", body, count=1) if title else body) for title, body in cut]
+
+
 def sections(text: str) -> list[tuple[str | None, str]]:
-    """The notes cut at their top-level headings (Markdown, else plain text): (title | None, body)."""
+    """The notes cut at their topics' titles (title lines, Markdown, else plain text): (title | None, body)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     headings = _heading_lines(lines)
+    titled = _title_lines(lines, headings)
+    if titled:
+        return _unlabelled(_cut(lines, titled))
     if headings:
         levels = sorted({level for level, _, _ in headings.values()})
         counts = {lv: sum(1 for level, _, _ in headings.values() if level == lv) for lv in levels}
+        first_level = headings[min(headings)][0]
+        if counts[first_level] > 1:
+            # The notes open with a topic's heading: its level titles the topics, other levels are the lore's.
+            return _cut(lines, [(i, title, span) for i, (lv, title, span) in sorted(headings.items())
+                                if lv == first_level])
         level = next((lv for lv in levels if counts[lv] > 1), levels[0])
         starts = [(i, title, span) for i, (lv, title, span) in sorted(headings.items()) if lv == level]
         # Shallower headings (a document or part title) name no topic: they are dropped, not merged into one.

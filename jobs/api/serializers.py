@@ -26,6 +26,11 @@ class DraftEntry(serializers.Serializer):
     lore = serializers.CharField(trim_whitespace=False, help_text="20–20,000 characters (W-12).")
     aliases = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False, default=list)
     canon = serializers.BooleanField(required=False, default=False)
+    flags = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="In a draft: why this entry needs a look (over a W-12 limit, lore not found in the notes, a "
+                  "placeholder title). Accepting the whole draft leaves flagged entries out; send one back in "
+                  "`entries` to keep it.")
 
 
 class AcceptIn(serializers.Serializer):

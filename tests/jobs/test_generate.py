@@ -157,11 +157,22 @@ def test_too_few_entries_are_asked_again(tenant_a, model, django_capture_on_comm
     assert body["usage"]["calls"] == 2
 
 
-def test_too_many_entries_fail_with_a_reason(tenant_a, model, django_capture_on_commit_callbacks):
-    model.script(completion(good(17)))
+def test_too_many_entries_keep_the_first_sixteen_with_a_warning(tenant_a, model, django_capture_on_commit_callbacks):
+    # Issue 33: a draft of 30 entries failed the whole job (after 3 calls) instead of keeping 16.
+    model.script(completion(good(30)))
     body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
-    assert body["state"] == "failed"
-    assert "17 usable entries; the draft needs 4–16" in body["error"]["message"]
+    assert body["state"] == "done" and len(model.requests) == 1
+    assert [e["title"] for e in body["draft"]] == [f"Isle number {n}" for n in range(1, 17)]
+    assert any("gave 30 entries; the draft keeps 16" in w and "'Isle number 17'" in w for w in body["warnings"])
+
+
+def test_too_many_entries_keep_the_valid_ones_before_the_flagged(tenant_a, model, django_capture_on_commit_callbacks):
+    bad = {"title": "Isle number 0", "lore": "short", "aliases": [], "canon": False}
+    model.script(completion(entries_json([bad, *[entry(n, canon=n == 1) for n in range(1, 17)]])))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert body["state"] == "done" and len(body["draft"]) == 16
+    assert "Isle number 0" not in [e["title"] for e in body["draft"]]
+    assert not any(e.get("flags") for e in body["draft"])
 
 
 def test_sixteen_entries_are_fine(tenant_a, model, django_capture_on_commit_callbacks):
@@ -178,12 +189,40 @@ def test_over_long_lore_is_named_and_asked_again(tenant_a, model, django_capture
     assert "20,001" in model.requests[1]["body"]["messages"][-1]["content"]
 
 
-def test_an_invalid_entry_that_stays_is_dropped_with_a_warning(tenant_a, model, django_capture_on_commit_callbacks):
-    answer = entries_json([entry(1, canon=True), entry(2), entry(3), entry(4), {"title": "X", "lore": "short"}])
+def test_a_usable_draft_with_one_bad_entry_is_kept_with_that_entry_flagged(tenant_a, model,
+                                                                           django_capture_on_commit_callbacks):
+    # Issue 33: one bad entry cost 3 full calls and was dropped; the draft is usable, so it is kept at once.
+    answer = entries_json([entry(1, canon=True), entry(2), entry(3), entry(4),
+                           {"title": "Isle number 5", "lore": "short", "aliases": [], "canon": False}])
     model.script(completion(answer))
     body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
-    assert body["state"] == "done" and len(body["draft"]) == 4
-    assert any(w.startswith("dropped: entry 5") for w in body["warnings"])
+    assert body["state"] == "done" and len(model.requests) == 1 and body["usage"]["calls"] == 1
+    assert [e["title"] for e in body["draft"]] == [f"Isle number {n}" for n in range(1, 6)]
+    assert [bool(e.get("flags")) for e in body["draft"]] == [False, False, False, False, True]
+    assert "20" in body["draft"][4]["flags"][0] and "entry 5" in body["draft"][4]["flags"][0]
+    assert any(w.startswith("flagged: entry 5") for w in body["warnings"])
+    # Accepting the whole draft keeps what needs no look; the flagged entry goes in only when sent back fixed.
+    with django_capture_on_commit_callbacks(execute=True):
+        receipt = tenant_a.admin_client.post(f"/api/v1/jobs/{body['id']}/accept", {}, format="json")
+    assert receipt.status_code == 201, receipt.json()
+    assert receipt.json()["added"] == 4
+
+
+def test_a_flagged_first_entry_is_not_made_canon(tenant_a, model, django_capture_on_commit_callbacks):
+    bad = {"title": "Isle number 0", "lore": "short", "aliases": [], "canon": False}
+    model.script(completion(entries_json([bad, *[entry(n) for n in range(1, 5)]])))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert [e["canon"] for e in body["draft"]] == [False, True, False, False, False]
+
+
+def test_a_placeholder_alias_is_removed_from_a_generated_draft(tenant_a, model, django_capture_on_commit_callbacks):
+    entries = [entry(n, canon=n == 1) for n in range(1, 5)]
+    entries[1]["aliases"] = ["...", "Isle 2", "…", "alias", ""]
+    model.script(completion(entries_json(entries)))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert body["state"] == "done"
+    assert body["draft"][1]["aliases"] == ["Isle 2"]
+    assert any("placeholder" in w and "'...'" in w for w in body["warnings"])
 
 
 def test_a_server_without_structured_output_is_asked_without_it(tenant_a, model, django_capture_on_commit_callbacks):

@@ -112,6 +112,56 @@ def test_a_chunk_that_is_not_json_is_asked_once_more_then_the_job_fails(tenant_a
     assert "not JSON" in body["error"]["message"] and len(model.requests) == 2
 
 
+def test_a_split_with_invented_lore_is_flagged_and_placeholders_refused(tenant_a, model,
+                                                                        django_capture_on_commit_callbacks):
+    # Issue 33: a weak model's "done" split had 2 entries not in the notes, "..." as an alias and a topic dropped.
+    model.script(completion(entries_json([
+        {"title": "Saltmarch", "aliases": ["...", "Saltmarch"], "canon": False,
+         "lore": "A fishing town on stilts where the tide-priests keep the bells rung every hour."},
+        {"title": "The Dragon Court", "aliases": ["dragons"], "canon": False,
+         "lore": "An ancient court of golden dragons sleeps beneath the volcano and trades in secrets."},
+        {"title": "Lamplighters", "aliases": ["alias"], "canon": False,
+         "lore": "Masters of every storm, they sail crystal ships to the moon each winter solstice."},
+    ])))
+    body = fetch(tenant_a.admin_client, split(tenant_a.admin_client, django_capture_on_commit_callbacks)["id"])
+    assert body["state"] == "done"
+    flagged = {e["title"]: bool(e.get("flags")) for e in body["draft"]}
+    assert flagged == {"Saltmarch": False, "The Dragon Court": True, "Lamplighters": True}
+    assert "it may be invented" in body["draft"][1]["flags"][0]
+    aliases = {e["title"]: e["aliases"] for e in body["draft"]}
+    assert aliases == {"Saltmarch": ["Saltmarch"], "The Dragon Court": [], "Lamplighters": []}
+    warnings = " | ".join(body["warnings"])
+    assert "'...'" in warnings and "'dragons'" in warnings
+    assert "topic 'Tidecaller Mara' is in no entry" in warnings
+    assert [w for w in body["warnings"] if "in no entry" in w] == ["the notes' topic 'Tidecaller Mara' is in no entry"]
+    # Accepting the whole draft takes only the grounded entry.
+    with django_capture_on_commit_callbacks(execute=True):
+        accepted = tenant_a.admin_client.post(f"/api/v1/jobs/{body['id']}/accept", {}, format="json")
+    assert accepted.status_code == 201 and accepted.json()["added"] == 1
+
+
+def test_a_faithful_split_is_not_flagged(tenant_a, model, django_capture_on_commit_callbacks):
+    model.script(completion(entries_json([
+        lore("Saltmarch", "A fishing town on stilts where the tide-priests keep the bells rung every hour."),
+        lore("The Lamplighters", "A guild of lighthouse-keepers who rule the isles from their towers."),
+        lore("Tidecaller Mara", "The youngest tide-priest of Saltmarch. She claims the sea speaks to her at night."),
+    ])))
+    body = fetch(tenant_a.admin_client, split(tenant_a.admin_client, django_capture_on_commit_callbacks)["id"])
+    assert body["state"] == "done" and not any(e.get("flags") for e in body["draft"])
+    assert body["warnings"] == []
+
+
+def test_a_split_entry_over_a_limit_is_kept_flagged_not_dropped(tenant_a, model, django_capture_on_commit_callbacks):
+    model.script(completion(entries_json([
+        lore("Saltmarch", "A fishing town on stilts where the tide-priests keep the bells rung every hour."),
+        lore("The Lamplighters", "A guild."),
+    ])))
+    body = fetch(tenant_a.admin_client, split(tenant_a.admin_client, django_capture_on_commit_callbacks)["id"])
+    assert body["state"] == "done" and [e["title"] for e in body["draft"]] == ["Saltmarch", "The Lamplighters"]
+    assert "20" in body["draft"][1]["flags"][0]
+    assert any(w.startswith("part 1: flagged entry 2") for w in body["warnings"])
+
+
 # --- cancel ---------------------------------------------------------------------------------
 
 

@@ -58,6 +58,47 @@ def test_entries_fit_w12() -> None:
     assert [e.title for e in entries] == ["Huge", "Huge (2)"]
 
 
+def test_bold_title_lines_cut_the_notes_and_the_lores_headings_stay_inside() -> None:
+    # Issue 33: with **Name** lines the splitter matched 16% of titles (a blank line after the title).
+    notes = ("**Saltmarch**\n\nA town on stilts, bells rung hourly.\n\n# Its market\nFish and rope.\n\n"
+             "# Its law\nNo fire after the last bell.\n\n**The Lamplighters:**\n\nKeepers who rule the isles by "
+             "charter.\n\n__Tidecaller Mara__\nThe youngest tide-priest; the sea speaks to her.\n")
+    entries = split_text(notes)
+    assert [e.title for e in entries] == ["Saltmarch", "The Lamplighters", "Tidecaller Mara"]
+    assert "# Its market" in entries[0].content and "No fire" in entries[0].content
+
+
+def test_underscore_bold_titles_and_an_introduction() -> None:
+    notes = ("My notes on the isles, as they stand.\n\n__Saltmarch__\n\nA town on stilts, bells rung hourly.\n\n"
+             "__The Lamplighters__\n\nKeepers who rule the isles by charter.\n")
+    entries = split_text(notes)
+    assert [e.title for e in entries][-2:] == ["Saltmarch", "The Lamplighters"]
+    assert entries[-1].content == "Keepers who rule the isles by charter."
+
+
+def test_title_lines_cut_the_notes() -> None:
+    notes = ("Title: Saltmarch\nContent: A town on stilts, bells rung hourly.\nTrade: fish and rope.\n\n"
+             "Title: The Lamplighters\nKeepers who rule the isles by charter.\n\n"
+             "标题：潮汐祭司\n盐沼镇的祭司们每个时辰都要敲响钟声，从不间断，直到潮水退去。\n")
+    entries = split_text(notes)
+    assert [e.title for e in entries] == ["Saltmarch", "The Lamplighters", "潮汐祭司"]
+    assert entries[0].content == "A town on stilts, bells rung hourly.\nTrade: fish and rope."
+
+
+def test_cjk_lore_with_its_own_headings_stays_in_its_topic() -> None:
+    notes = ("## 大西北\n\n# 区域总览\n元朗、屯门、天水围是香港西北区域。\n# 剧情触发点\n乡黑围城的故事从这里开始。\n\n"
+             "## 貪污問題\n\n**警廉风暴**\n自1974年廉政公署成立后，警队内部气氛紧绷。\n")
+    entries = split_text(notes)
+    assert [e.title for e in entries] == ["大西北", "貪污問題"]
+    assert "# 剧情触发点" in entries[0].content and "警廉风暴" in entries[1].content
+
+
+def test_bold_lines_inside_plain_notes_do_not_cut_them() -> None:
+    notes = ("Saltmarch\nA town on stilts, bells rung hourly.\n\n**Market**\nFish and rope.\n\n"
+             "Lamplighters\nKeepers who rule the isles by charter.\n\n**Law**\nNo fire after the bell.\n")
+    assert titles(notes)[0] != "Market"
+
+
 @pytest.fixture(scope="module")
 def real_books() -> dict:
     return corpus_books(require_shared("corpus"))
@@ -68,6 +109,13 @@ def test_real_books_come_back_one_entry_each_with_headings(real_books: dict) -> 
     assert sum(len(v) for v in subset.values()) >= 100
     result = measure(subset, "markdown")
     assert result["recovery"] >= 0.90, result
+
+
+def test_real_books_with_bold_or_title_lines_come_back_like_headings(real_books: dict) -> None:
+    subset = {name: real_books[name] for name in sorted(real_books)[::2]}
+    for layout in ("bold", "bold_underscore", "title_line"):
+        result = measure(subset, layout)
+        assert result["recovery"] >= 0.90 and result["titles"] >= 0.90, result
 
 
 def test_real_books_without_headings_are_measured(real_books: dict) -> None:

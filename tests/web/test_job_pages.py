@@ -371,3 +371,17 @@ def test_the_job_pages_speak_spanish(tenant_a, no_model, django_capture_on_commi
     job = start_split(client, django_capture_on_commit_callbacks)
     page = html(client.get(f"/jobs/{job.pk}"))
     assert "Revisa el borrador" in page and "Terminado" in page
+
+
+def test_a_flagged_draft_entry_is_shown_with_its_reason_and_left_unticked(tenant_a, no_model):
+    # Issue 33: a draft entry not found in the notes is kept for review, never ticked for the person.
+    draft = [{"title": "Saltmarch", "lore": "A fishing town on stilts with bells.", "aliases": [], "canon": False},
+             {"title": "The Dragon Court", "lore": "Golden dragons sleep beneath the volcano.", "aliases": [],
+              "canon": False, "flags": ["only 0% of its lore is worded as in the notes: it may be invented"]}]
+    job = Job.objects.create(tenant=tenant_a.tenant, created_by=tenant_a.member, kind="split", state=JobState.DONE,
+                             input={"text": NOTES}, model="test-model", draft=draft)
+    page = html(signed_in(tenant_a.member).get(f"/jobs/{job.pk}"))
+    assert 'id="keep-0" name="keep-0" checked' in page
+    assert 'id="keep-1" name="keep-1">' in page
+    flags = re.findall(r'data-testid="entry-flags"[^>]*>(.*?)</ul>', page, re.DOTALL)
+    assert len(flags) == 1 and "it may be invented" in flags[0]

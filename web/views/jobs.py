@@ -132,7 +132,8 @@ def _review_rows(job: Job, posted: Any = None) -> list[dict[str, Any]]:
     for i, entry in enumerate(job.draft or []):
         row = {"i": i, "title": entry.get("title", ""), "lore": entry.get("lore", ""),
                "aliases": ", ".join(entry.get("aliases", [])), "canon": bool(entry.get("canon")),
-               "keep": True, "error": None}
+               # A flagged entry (over a limit, or not found in the notes) waits for a person's tick.
+               "keep": not entry.get("flags"), "flags": entry.get("flags", []), "error": None}
         if posted is not None:
             row.update(title=posted.get(f"title-{i}", ""), lore=posted.get(f"lore-{i}", ""),
                        aliases=posted.get(f"aliases-{i}", ""), canon=posted.get(f"canon-{i}") == "on",
