@@ -49,3 +49,11 @@ class MemberAddIn(serializers.Serializer):
 class MemberRoleIn(serializers.Serializer):
     role = serializers.ChoiceField(choices=Membership.Role.choices, required=False,
                                    help_text="The new role; omitted, nothing changes.")
+
+
+class TenantCorsIO(serializers.Serializer):
+    origins = serializers.ListField(
+        child=serializers.CharField(max_length=200, trim_whitespace=False), max_length=50,
+        help_text="Browser origins (scheme://host[:port], no path, no wildcard) whose pages may call the API "
+                  "with this tenant's keys. Anonymous reads of the public library are open to every origin.",
+    )

@@ -10,7 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView, TenantViewSet
-from lore_platform.tenancy import services
+from lore_platform.errors import ValidationFailed
+from lore_platform.tenancy import selectors, services
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.api.serializers import (
     ApiKeyCreatedOut,
@@ -20,6 +21,7 @@ from lore_platform.tenancy.api.serializers import (
     MemberAddIn,
     MemberOut,
     MemberRoleIn,
+    TenantCorsIO,
 )
 from lore_platform.tenancy.models import ApiKey, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
@@ -36,6 +38,24 @@ class TenantView(TenantAPIView):
             "user_email": actor.user.email if actor.user else None,
         }
         return Response(CallerOut(data).data)
+
+
+class TenantCorsView(TenantAPIView):
+    """The browser origins allowed to call the API with this tenant's keys (CORS, P-6). Admins only."""
+
+    permission_classes = [IsTenantAdmin]
+
+    @extend_schema(responses=TenantCorsIO, summary="Browser origins allowed to call the API with this tenant's keys")
+    def get(self, request: Request) -> Response:
+        return Response({"origins": selectors.tenant_cors_origins(self.actor.tenant)})
+
+    @extend_schema(request=TenantCorsIO, responses=TenantCorsIO,
+                   summary="Replace the allowed browser origins (422 names a malformed one)")
+    def put(self, request: Request) -> Response:
+        if not isinstance(request.data, dict) or "origins" not in request.data:
+            raise ValidationFailed("Send {\"origins\": [...]}.", field="origins", rule="P-6")
+        origins = services.tenant_cors_set(tenant=self.actor.tenant, origins=request.data["origins"])
+        return Response({"origins": origins})
 
 
 def _key_created(issued: services.IssuedKey) -> Response:
