@@ -11,6 +11,7 @@ urlpatterns = [
     path("signup", accounts.signup, name="web-signup"),
     path("tenant", accounts.switch_tenant, name="web-tenant-switch"),
     path("keys", accounts.api_keys, name="web-keys"),
+    path("keys/origins", accounts.api_key_origins, name="web-key-origins"),
     path("keys/<int:key_id>/revoke", accounts.api_key_revoke_page, name="web-key-revoke"),
     path("library", library.library, name="web-library"),
     path("library/<int:book_id>", library.library_book, name="web-library-book"),

@@ -179,3 +179,40 @@ def test_only_admins_manage_origins(tenant_a):
     response = tenant_a.member_client.put("/api/v1/tenant/cors", {"origins": [PARTNER]}, format="json")
     assert response.status_code == 403
     assert Tenant.objects.get(pk=tenant_a.tenant.pk).cors_origins == []
+
+
+# --- the API keys page ------------------------------------------------------------------
+
+
+def test_keys_page_sets_the_origins_the_api_then_allows(tenant_a):
+    from tests.web.support import signed_in
+
+    admin = signed_in(tenant_a.admin)
+    page = admin.get("/keys")
+    assert 'name="origins"' in page.content.decode()
+    saved = admin.post("/keys/origins", {"origins": f"{PARTNER}\n\n http://localhost:8000 \n"})
+    assert saved.status_code == 302
+    assert tenant_a.admin_client.get("/api/v1/tenant/cors").json() == {"origins": [PARTNER, "http://localhost:8000"]}
+    assert PARTNER in admin.get("/keys").content.decode()
+    assert tenant_a.admin_client.get("/api/v1/books", HTTP_ORIGIN="http://localhost:8000")[ACAO] == \
+        "http://localhost:8000"
+
+
+def test_keys_page_refuses_a_malformed_origin_with_422_and_keeps_the_list(tenant_a):
+    from tests.web.support import signed_in
+
+    tenant_cors_set(tenant=tenant_a.tenant, origins=[PARTNER])
+    admin = signed_in(tenant_a.admin)
+    refused = admin.post("/keys/origins", {"origins": f"{OTHER}\nhttps://*.example.com"})
+    assert refused.status_code == 422
+    body = refused.content.decode()
+    assert "Wildcards are not allowed" in body and "P-6" in body
+    assert "https://*.example.com" in body  # the typed text is kept to be fixed
+    assert Tenant.objects.get(pk=tenant_a.tenant.pk).cors_origins == [PARTNER]
+
+
+def test_members_may_not_set_origins_on_the_page(tenant_a):
+    from tests.web.support import signed_in
+
+    assert signed_in(tenant_a.member).post("/keys/origins", {"origins": PARTNER}).status_code == 403
+    assert Tenant.objects.get(pk=tenant_a.tenant.pk).cors_origins == []
