@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: the docs work offline
+    "csp",  # the pages' Content-Security-Policy (django-csp)
     "corsheaders",  # CORS for browser partners; the policy is lore_platform.tenancy.cors
     "lore_platform.tenancy",
     "cast",
@@ -95,6 +96,8 @@ MIDDLEWARE = [
     # A database that cannot be reached is a fast 503 (before the 500 the layer above would give).
     "lore_platform.faults.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every answer (django-csp; the policy below, the docs pages' in config/urls.py).
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The pages speak the reader's language (Spanish or English); the API answers in English.
     "django.middleware.locale.LocaleMiddleware",
@@ -320,6 +323,24 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "lore_platform.api.schema.error_responses_hook",
     ],
+}
+
+# --- Content-Security-Policy (issue 26): the pages load only this site's files --------------
+# No inline script or style anywhere: page behaviour lives in web/static (htmx's indicator style is
+# in site.css, base.html turns its own off). The API docs pages get a looser one (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],  # data: for the empty favicon (base.html)
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
 }
 
 # --- CORS for browser partners (P-6; the rule is in lore_platform/tenancy/cors.py) -------------

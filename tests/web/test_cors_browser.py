@@ -18,7 +18,7 @@ import pytest
 from books.models import Book
 from lore_platform.tenancy.selectors import cors_origins_forget
 from lore_platform.tenancy.services import tenant_cors_set
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, CspWatchedBrowser
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +36,7 @@ def browser() -> Iterator[Any]:
     try:
         with sync_playwright() as playwright:
             launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            yield launched
+            yield CspWatchedBrowser(launched)
             launched.close()
     finally:
         if before is None:
