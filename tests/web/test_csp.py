@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, get_resolver
+from django.urls import URLPattern
 
 from tests.web.browser import CSP_VIOLATIONS
 from tests.web.support import signed_in

@@ -13,7 +13,13 @@ from django.views.decorators.http import require_POST
 
 from lore_platform.errors import DomainError
 from lore_platform.tenancy.selectors import tenant_cors_origins
-from lore_platform.tenancy.services import IssuedKey, api_key_create, api_key_revoke, tenant_cors_set, tenant_create
+from lore_platform.tenancy.services import (
+    IssuedKey,
+    api_key_create,
+    api_key_revoke,
+    tenant_cors_set,
+    tenant_create,
+)
 from web.forms import ApiKeyForm, CorsOriginsForm, SignInForm, SignUpForm
 from web.refusals import refusal_on_form
 from web.selectors import api_keys_of

@@ -1,7 +1,12 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from lore_platform.tenancy.api.views import ApiKeyViewSet, MemberViewSet, TenantCorsView, TenantView
+from lore_platform.tenancy.api.views import (
+    ApiKeyViewSet,
+    MemberViewSet,
+    TenantCorsView,
+    TenantView,
+)
 
 router = SimpleRouter(trailing_slash=False)
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
