@@ -216,3 +216,11 @@ def test_members_may_not_set_origins_on_the_page(tenant_a):
 
     assert signed_in(tenant_a.member).post("/keys/origins", {"origins": PARTNER}).status_code == 403
     assert Tenant.objects.get(pk=tenant_a.tenant.pk).cors_origins == []
+
+
+def test_an_unknown_api_url_from_an_allowed_origin_is_a_readable_json_404(partner_tenant, anon_client):
+    # Django's own 404 becomes the JSON error shape one layer out; the CORS headers survive that.
+    response = anon_client.get("/api/v1/no-such-thing", HTTP_ORIGIN=PARTNER)
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert response[ACAO] == PARTNER
