@@ -224,3 +224,11 @@ def test_an_unknown_api_url_from_an_allowed_origin_is_a_readable_json_404(partne
     assert response.status_code == 404
     assert response["Content-Type"].startswith("application/json")
     assert response[ACAO] == PARTNER
+
+
+def test_an_unknown_field_is_refused_naming_it_and_nothing_is_saved(tenant_a):
+    response = tenant_a.admin_client.put("/api/v1/tenant/cors", {"origins": [PARTNER], "origin": OTHER},
+                                         format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "origin"
+    assert Tenant.objects.get(pk=tenant_a.tenant.pk).cors_origins == []

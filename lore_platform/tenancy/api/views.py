@@ -40,6 +40,23 @@ class TenantView(TenantAPIView):
         return Response(CallerOut(data).data)
 
 
+# The body as the server reads it: exactly one field (unknown ones are refused, so the schema says so).
+CORS_ORIGINS_IN = {
+    "application/json": {
+        "type": "object",
+        "properties": {"origins": {
+            "type": "array", "maxItems": services.CORS_ORIGINS_MAX,
+            "items": {"type": "string", "minLength": 1, "maxLength": services.CORS_ORIGIN_MAX_CHARS},
+            "description": "Browser origins (scheme://host[:port], no path, no wildcard) whose pages may call the "
+                           "API with this tenant's keys. Anonymous reads of the public library are open to every "
+                           "origin.",
+        }},
+        "required": ["origins"],
+        "additionalProperties": False,
+    }
+}
+
+
 class TenantCorsView(TenantAPIView):
     """The browser origins allowed to call the API with this tenant's keys (CORS, P-6). Admins only."""
 
@@ -49,11 +66,16 @@ class TenantCorsView(TenantAPIView):
     def get(self, request: Request) -> Response:
         return Response({"origins": selectors.tenant_cors_origins(self.actor.tenant)})
 
-    @extend_schema(request=TenantCorsIO, responses=TenantCorsIO,
+    @extend_schema(request=CORS_ORIGINS_IN, responses=TenantCorsIO,
                    summary="Replace the allowed browser origins (422 names a malformed one)")
     def put(self, request: Request) -> Response:
         if not isinstance(request.data, dict) or "origins" not in request.data:
             raise ValidationFailed("Send {\"origins\": [...]}.", field="origins", rule="P-6")
+        unknown = sorted(set(request.data) - {"origins"})
+        if unknown:
+            # Refused, not ignored: a misspelt field would otherwise look saved.
+            raise ValidationFailed("Unknown field {name}; the body is {{\"origins\": [...]}}.",
+                                   values={"name": repr(unknown[0])}, field=unknown[0], rule="P-6")
         origins = services.tenant_cors_set(tenant=self.actor.tenant, origins=request.data["origins"])
         return Response({"origins": origins})
 
