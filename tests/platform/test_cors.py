@@ -232,3 +232,14 @@ def test_an_unknown_field_is_refused_naming_it_and_nothing_is_saved(tenant_a):
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "origin"
     assert Tenant.objects.get(pk=tenant_a.tenant.pk).cors_origins == []
+
+
+def test_the_schema_states_the_body_the_server_reads():
+    from drf_spectacular.generators import SchemaGenerator
+
+    put = SchemaGenerator().get_schema(request=None, public=True)["paths"]["/api/v1/tenant/cors"]["put"]
+    assert put["requestBody"]["required"] is True
+    body = put["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["origins"] and body["additionalProperties"] is False
+    assert body["properties"]["origins"]["maxItems"] == 50
+    assert "422" in put["responses"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -57,10 +58,21 @@ CORS_ORIGINS_IN = {
 }
 
 
+class _BodyRequiredSchema(AutoSchema):
+    """drf-spectacular marks a raw request schema's body optional; this one is required."""
+
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body = super()._get_request_body(direction)
+        if body:
+            body["required"] = True
+        return body
+
+
 class TenantCorsView(TenantAPIView):
     """The browser origins allowed to call the API with this tenant's keys (CORS, P-6). Admins only."""
 
     permission_classes = [IsTenantAdmin]
+    schema = _BodyRequiredSchema()
 
     @extend_schema(responses=TenantCorsIO, summary="Browser origins allowed to call the API with this tenant's keys")
     def get(self, request: Request) -> Response:
