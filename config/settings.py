@@ -345,7 +345,7 @@ CONTENT_SECURITY_POLICY = {
 
 # --- CORS for browser partners (P-6; the rule is in lore_platform/tenancy/cors.py) -------------
 # Origins are per tenant (PUT /api/v1/tenant/cors); none is allowed here for all tenants.
-CORS_URLS_REGEX = r"^/api/v1/"
+CORS_URLS_REGEX = r"^/api/(v1|schema)/"
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False  # keys travel in a header; cookies never cross origins
 CORS_ALLOW_HEADERS = [

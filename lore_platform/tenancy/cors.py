@@ -8,7 +8,8 @@ The rule, since allowed origins belong to tenants and a preflight carries no key
 - The actual call gets ``Access-Control-Allow-Origin`` only when the key's tenant allows the origin;
   a key sent from an origin its tenant does not allow is refused (403 ``origin_not_allowed``) before
   anything is read or written — the preflight alone cannot tell tenants apart.
-- Anonymous reads of the public library (``/api/v1/library/…``) answer ``*`` to every origin.
+- Anonymous reads of the public library (``/api/v1/library/…``) and of the OpenAPI schema
+  (``/api/schema/``) answer ``*`` to every origin.
 - Credentials (cookies) are never allowed cross-origin: a signed-in session's calls never get the
   header, and ``Access-Control-Allow-Credentials`` is never sent.
 """
@@ -29,8 +30,9 @@ from lore_platform.tenancy.selectors import cors_origins_any_tenant
 
 logger = logging.getLogger(__name__)
 
-API_PREFIX = "/api/v1/"
-PUBLIC_READ_PREFIX = "/api/v1/library/"
+# What CORS covers (settings.CORS_URLS_REGEX says the same): the API and its schema, never the pages.
+API_PREFIXES = ("/api/v1/", "/api/schema/")
+PUBLIC_READ_PREFIXES = ("/api/v1/library/", "/api/schema/")
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 
@@ -39,8 +41,8 @@ def is_preflight(request: HttpRequest) -> bool:
 
 
 def is_public_read(request: HttpRequest) -> bool:
-    """A read of the public library (for a preflight: one that asks to read)."""
-    if not request.path_info.startswith(PUBLIC_READ_PREFIX):
+    """A read of the public library or the schema (for a preflight: one that asks to read)."""
+    if not request.path_info.startswith(PUBLIC_READ_PREFIXES):
         return False
     method = request.headers.get("access-control-request-method", "") if is_preflight(request) else request.method
     return (method or "").upper() in READ_METHODS
@@ -81,7 +83,7 @@ def _any_tenant_allows(origin: str) -> bool:
 
 def origin_allowed(sender: Any = None, *, request: HttpRequest, **_: Any) -> bool:
     """django-cors-headers' ``check_request_enabled`` signal: may ``request``'s origin read the answer?"""
-    if not request.path_info.startswith(API_PREFIX):
+    if not request.path_info.startswith(API_PREFIXES):
         return False
     origin = request.headers.get("Origin")
     if not origin:
@@ -102,7 +104,7 @@ def origin_allowed(sender: Any = None, *, request: HttpRequest, **_: Any) -> boo
 
 
 class TenantCorsMiddleware(CorsMiddleware):
-    """django-cors-headers' middleware, answering ``*`` to anonymous reads of the public library."""
+    """django-cors-headers' middleware, answering ``*`` to anonymous reads of the library and the schema."""
 
     def add_response_headers(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         response = super().add_response_headers(request, response)

@@ -103,8 +103,8 @@ def test_a_signed_in_session_never_answers_another_origin(partner_tenant):
     assert not response.has_header(ACAC)
 
 
-def test_public_library_reads_are_open_to_every_origin(anon_client, tenant_a):
-    for path in ("/api/v1/library/books", "/api/v1/library/languages"):
+def test_public_library_and_schema_reads_are_open_to_every_origin(anon_client, tenant_a):
+    for path in ("/api/v1/library/books", "/api/v1/library/languages", "/api/schema/"):
         response = anon_client.get(path, HTTP_ORIGIN=EVIL)
         assert response.status_code == 200, path
         assert response[ACAO] == "*"
@@ -243,3 +243,10 @@ def test_the_schema_states_the_body_the_server_reads():
     assert body["required"] == ["origins"] and body["additionalProperties"] is False
     assert body["properties"]["origins"]["maxItems"] == 50
     assert "422" in put["responses"]
+
+
+def test_the_pages_never_answer_another_origin(partner_tenant, anon_client):
+    for path in ("/library", "/login", "/api/docs/"):
+        response = anon_client.get(path, HTTP_ORIGIN=PARTNER)
+        assert not response.has_header(ACAO), path
+    assert not _preflight(PARTNER, path="/login").has_header(ACAO)
