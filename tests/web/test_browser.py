@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import AXE, CHROMIUM, CHROMIUM_ARGS, CspWatchedBrowser, axe_violations, shot
+from tests.web.browser import (
+    AXE,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CspWatchedBrowser,
+    axe_violations,
+    shot,
+)
 from tests.web.support import PASSWORD, world_info
 
 pytestmark = pytest.mark.django_db(transaction=True)
