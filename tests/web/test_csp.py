@@ -132,3 +132,20 @@ def test_swagger_ui_and_redoc_render_under_their_policy(browser, live_server) ->
     # offline (local fonts apply); anything else refused fails the test (tests/web/conftest.py).
     CDNS = ("https://fonts.googleapis.com", "https://fonts.gstatic.com", "https://cdn.redoc.ly")
     CSP_VIOLATIONS[:] = [v for v in CSP_VIOLATIONS if not any(cdn in v for cdn in CDNS)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_refusal_pages_back_link_goes_back_without_inline_script(browser, live_server, tenant_a) -> None:  # noqa: F811
+    from tests.web.test_editor_browser import signed_in_page
+
+    page = signed_in_page(browser, live_server.url, tenant_a.member)
+    try:
+        page.goto(live_server.url + "/characters")
+        # Followed from the page (so it has a referrer); a member has no link to it.
+        page.evaluate("url => { window.location.href = url; }", live_server.url + "/keys")
+        page.wait_for_url(live_server.url + "/keys")
+        assert page.locator("h1").inner_text() == "That is not possible"  # a member: the refusal page
+        page.get_by_role("link", name="Back").click()
+        page.wait_for_url(live_server.url + "/characters")  # back where they were (the link's href is /books)
+    finally:
+        page.context.close()
