@@ -74,6 +74,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: the docs work offline
+    "csp",  # the pages' Content-Security-Policy (django-csp)
+    "corsheaders",  # CORS for browser partners; the policy is lore_platform.tenancy.cors
     "lore_platform.tenancy",
     "cast",
     "books",
@@ -88,9 +90,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost: JSON errors under /api/ and /healthz for whatever the layers below answer or raise.
     "lore_platform.api.middleware.ApiErrorMiddleware",
+    # CORS (django-cors-headers): answers preflights before anything authenticates; per-tenant origins;
+    # above the 503 below so a partner's page can read that answer too.
+    "lore_platform.tenancy.cors.TenantCorsMiddleware",
     # A database that cannot be reached is a fast 503 (before the 500 the layer above would give).
     "lore_platform.faults.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every answer (django-csp; the policy below, the docs pages' in config/urls.py).
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The pages speak the reader's language (Spanish or English); the API answers in English.
     "django.middleware.locale.LocaleMiddleware",
@@ -323,6 +330,37 @@ SPECTACULAR_SETTINGS = {
         "lore_platform.api.schema.error_responses_hook",
     ],
 }
+
+# --- Content-Security-Policy (issue 26): the pages load only this site's files --------------
+# No inline script or style anywhere: page behaviour lives in web/static (htmx's indicator style is
+# in site.css, base.html turns its own off). The API docs pages get a looser one (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],  # data: for the empty favicon (base.html)
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# --- CORS for browser partners (P-6; the rule is in lore_platform/tenancy/cors.py) -------------
+# Origins are per tenant (PUT /api/v1/tenant/cors); none is allowed here for all tenants.
+CORS_URLS_REGEX = r"^/api/(v1|schema)/"
+CORS_ALLOWED_ORIGINS: list[str] = []
+CORS_ALLOW_CREDENTIALS = False  # keys travel in a header; cookies never cross origins
+CORS_ALLOW_HEADERS = [
+    "accept", "authorization", "content-type", "user-agent", "x-requested-with", "x-request-id",
+    "if-match", "if-none-match", "idempotency-key",
+]
+CORS_EXPOSE_HEADERS = ["x-request-id", "retry-after", "content-disposition", "etag"]
+# A preflight is remembered this long; what an origin may read is decided again on every call.
+CORS_PREFLIGHT_MAX_AGE = 600
 
 # Django's own body limit, above the JSON parser's (lore_platform/api/parsers.py) so that one speaks first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 17 * 1024 * 1024

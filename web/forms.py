@@ -63,6 +63,16 @@ class ApiKeyForm(forms.Form):
     write = forms.BooleanField(label=_("May write (read is always included)"), required=False)
 
 
+class CorsOriginsForm(forms.Form):
+    origins = forms.CharField(
+        label=_("Allowed origins (one a line)"),
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}), required=False,
+    )
+
+    def origin_list(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["origins"].splitlines() if line.strip()]
+
+
 class BookCreateForm(forms.Form):
     title = forms.CharField(label=_("Title"), max_length=200)
     profile = forms.ChoiceField(label=_("Profile"), choices=PROFILE_CHOICES, initial=Profile.SMART)

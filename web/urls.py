@@ -19,6 +19,7 @@ urlpatterns = [
     path("members", accounts.members, name="web-members"),
     path("members/invitations/<int:invitation_id>/revoke", accounts.invitation_revoke_page,
          name="web-invitation-revoke"),
+    path("keys/origins", accounts.api_key_origins, name="web-key-origins"),
     path("keys/<int:key_id>/revoke", accounts.api_key_revoke_page, name="web-key-revoke"),
     path("library", library.library, name="web-library"),
     path("library/<int:book_id>", library.library_book, name="web-library-book"),

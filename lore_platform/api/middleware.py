@@ -157,6 +157,10 @@ class ApiErrorMiddleware:
         converted = error_json(status, request)
         if response.has_header("Allow"):
             converted["Allow"] = response["Allow"]
+        # The CORS headers the layer below decided (a partner's page reads this error too).
+        for name, value in response.items():
+            if name.lower().startswith("access-control-") or name.lower() == "vary":
+                converted[name] = value
         return converted
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:

@@ -6,6 +6,7 @@ from typing import Any
 from rest_framework import authentication, exceptions
 
 from lore_platform.tenancy.actor import Actor
+from lore_platform.tenancy.cors import key_origin_check
 from lore_platform.tenancy.selectors import actor_for_api_key, api_key_authenticate
 
 KEYWORD = "Api-Key"
@@ -38,6 +39,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if api_key is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
         actor = actor_for_api_key(api_key)
+        # A browser page of an origin the tenant does not allow: refused before anything is done.
+        key_origin_check(request, actor)
         return (actor.user or KeyPrincipal(), actor)
 
     def authenticate_header(self, request: Any) -> str:

@@ -30,6 +30,9 @@ class Tenant(models.Model):
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=64, unique=True)
     default_profile = models.CharField(max_length=16, choices=Profile.choices, default=Profile.CLASSIC)
+    # Browser origins ("https://app.example.com") whose pages may call the API with this tenant's
+    # keys (CORS, ``lore_platform.tenancy.cors``); validated and normalised by ``services.tenant_cors_set``.
+    cors_origins = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

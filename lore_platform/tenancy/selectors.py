@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Model, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
@@ -191,3 +192,30 @@ def invitations_pending(tenant: Tenant) -> QuerySet[Invitation]:
         .filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
         .order_by("-created_at", "-id")
     )
+
+
+# --- browser origins (CORS) -------------------------------------------------
+CORS_ANY_TENANT_KEY = "tenancy:cors-origins-any-tenant"
+
+
+def cors_origins_any_tenant() -> frozenset[str]:
+    """Every origin some tenant allows: a preflight carries no key, so it is answered for these.
+
+    Kept in the shared cache (forgotten on every change; ``API_KEY_CACHE_SECONDS`` bounds how long a
+    process-local cache may keep it), because every preflight and cross-origin call asks.
+    """
+    found = cache.get(CORS_ANY_TENANT_KEY)
+    if found is None:
+        # Across tenants on purpose: the union of origins is the only thing read, never a tenant's data.
+        lists = Tenant.objects.values_list("cors_origins", flat=True)
+        found = frozenset(origin for origins in lists if origins for origin in origins)
+        cache.set(CORS_ANY_TENANT_KEY, found, timeout=max(1, int(getattr(settings, "API_KEY_CACHE_SECONDS", 10))))
+    return frozenset(found)
+
+
+def cors_origins_forget() -> None:
+    cache.delete(CORS_ANY_TENANT_KEY)
+
+
+def tenant_cors_origins(tenant: Tenant) -> list[str]:
+    return list(tenant.cors_origins or [])

@@ -9,10 +9,12 @@ once it is used (``signup_confirm``). ``member_add_as_operator`` is the operator
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
@@ -24,11 +26,11 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from lore_platform.errors import Conflict, NotFound, PermissionDenied, TooManyAttempts, ValidationFailed
+from lore_platform.errors import Conflict, DomainError, NotFound, PermissionDenied, TooManyAttempts, ValidationFailed
 from lore_platform.tenancy import limits
 from lore_platform.tenancy.keys import key_generate, key_hash
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership, SignupRequest, Tenant, User
-from lore_platform.tenancy.selectors import invitation_by_token_hash
+from lore_platform.tenancy.selectors import cors_origins_forget, invitation_by_token_hash
 
 logger = logging.getLogger("loreweave.security")
 
@@ -439,3 +441,82 @@ def tenant_default_profile_set(*, tenant: Tenant, profile: str) -> Tenant:
     tenant.default_profile = profile
     tenant.save(update_fields=["default_profile"])  # post_save: processes forget keys holding the old row
     return tenant
+
+
+# --- browser origins (CORS, P-6) ------------------------------------------------
+CORS_ORIGINS_MAX = 50
+CORS_ORIGIN_MAX_CHARS = 200
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# A DNS name (letters, digits, hyphens, dots: browsers send IDNs in their punycode form) or an IPv6 literal.
+_HOST = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$")
+
+
+class OriginRefused(DomainError):
+    """An allowed origin that is not a browser origin (``scheme://host[:port]``); nothing was saved."""
+
+    status = 422
+    code = "invalid_origin"
+
+
+def origin_normalise(raw: object, *, field: str) -> str:
+    """``raw`` as a browser sends it in ``Origin``: lower-case scheme and host, no default port.
+
+    Only an exact origin is accepted: a path, query, user name or wildcard would suggest a
+    narrower or wider match than the browser's, which compares the whole origin.
+    """
+    if not isinstance(raw, str):
+        raise OriginRefused("An origin is a string like https://app.example.com.", field=field, rule="P-6")
+    value = raw.strip()
+    if value == "*" or "*" in value:
+        raise OriginRefused(
+            "Wildcards are not allowed: name each origin (the public library is open to every origin already).",
+            field=field, rule="P-6",
+        )
+    if not value or len(value) > CORS_ORIGIN_MAX_CHARS:
+        raise OriginRefused("An origin is 1–{max} characters.", values={"max": CORS_ORIGIN_MAX_CHARS},
+                            field=field, rule="P-6")
+    try:
+        url = urlsplit(value)
+        port = url.port
+    except ValueError:
+        url, port = None, None
+    if url is None or url.scheme.lower() not in _DEFAULT_PORTS or not url.hostname:
+        raise OriginRefused("{origin} is not an origin: write scheme://host[:port], e.g. https://app.example.com.",
+                            values={"origin": repr(value)}, field=field, rule="P-6")
+    if url.username is not None or url.password is not None or url.path not in ("", "/") or url.query \
+            or url.fragment or value.endswith(("?", "#")):
+        raise OriginRefused("{origin} has more than scheme://host[:port]; an origin has no path, query or user.",
+                            values={"origin": repr(value)}, field=field, rule="P-6")
+    host = url.hostname.lower()
+    bracketed = f"[{host}]" if ":" in host else host
+    if not _HOST.match(bracketed):
+        raise OriginRefused("{origin} has no valid host name.", values={"origin": repr(value)}, field=field,
+                            rule="P-6")
+    scheme = url.scheme.lower()
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{bracketed}"
+    return f"{scheme}://{bracketed}:{port}"
+
+
+@transaction.atomic
+def tenant_cors_set(*, tenant: Tenant, origins: object) -> list[str]:
+    """Replace the browser origins allowed to call the API with this tenant's keys (all or nothing)."""
+    if not isinstance(origins, list):
+        raise OriginRefused("origins is a list of origins.", field="origins", rule="P-6")
+    if len(origins) > CORS_ORIGINS_MAX:
+        raise OriginRefused("At most {max} origins.", values={"max": CORS_ORIGINS_MAX}, field="origins", rule="P-6")
+    normalised: list[str] = []
+    for index, raw in enumerate(origins):
+        origin = origin_normalise(raw, field=f"origins[{index}]")
+        if origin not in normalised:
+            normalised.append(origin)
+    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    locked.cors_origins = normalised
+    locked.save(update_fields=["cors_origins"])
+    tenant.cors_origins = normalised
+    # Preflights are answered from every tenant's origins (``selectors.cors_origins_any_tenant``):
+    # forgotten now for this request's next read, and again once committed (a read in between
+    # could have cached the old list).
+    cors_origins_forget()
+    transaction.on_commit(cors_origins_forget)
+    return normalised

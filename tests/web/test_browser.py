@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import AXE, CHROMIUM, CHROMIUM_ARGS, axe_violations, shot
+from tests.web.browser import (
+    AXE,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CspWatchedBrowser,
+    axe_violations,
+    shot,
+)
 from tests.web.support import PASSWORD, world_info
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +35,7 @@ def browser() -> Iterator[Any]:
     try:
         with sync_playwright() as playwright:
             launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            yield launched
+            yield CspWatchedBrowser(launched)  # a CSP violation fails the test (tests/web/conftest.py)
             launched.close()
     finally:
         if before is None:

@@ -358,7 +358,7 @@ def test_preview_message_is_at_most_2000_characters(tenant_a):
 # --- CSRF on every form ------------------------------------------------------------------------
 
 POSTS = [
-    "/logout", "/tenant", "/keys", "/keys/{key}/revoke", "/books", "/books/{book}/import",
+    "/logout", "/tenant", "/keys", "/keys/origins", "/keys/{key}/revoke", "/books", "/books/{book}/import",
     "/books/{book}/visibility", "/books/{book}/link/rotate", "/books/{book}/living-world", "/books/{book}/entries",
     "/books/{book}/entries/bulk", "/books/{book}/entries/{entry}/move", "/books/{book}/preview",
     "/library/{book}/copy", "/library/{book}/attach", "/characters", "/characters/{character}/preview",

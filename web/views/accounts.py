@@ -21,8 +21,9 @@ from django.views.decorators.http import require_POST
 from lore_platform.errors import DomainError, TooManyAttempts
 from lore_platform.tenancy import limits
 from lore_platform.tenancy.backends import sign_in_identity
-from lore_platform.tenancy.selectors import invitations_pending, tenant_memberships
+from lore_platform.tenancy.selectors import invitations_pending, tenant_cors_origins, tenant_memberships
 from lore_platform.tenancy.services import (
+    IssuedKey,
     api_key_create,
     api_key_revoke,
     invitation_accept,
@@ -34,9 +35,18 @@ from lore_platform.tenancy.services import (
     signup_confirm,
     signup_open,
     signup_request,
+    tenant_cors_set,
     workspace_create,
 )
-from web.forms import ApiKeyForm, InviteForm, PasswordResetAskForm, SignInForm, SignUpForm, WorkspaceForm
+from web.forms import (
+    ApiKeyForm,
+    CorsOriginsForm,
+    InviteForm,
+    PasswordResetAskForm,
+    SignInForm,
+    SignUpForm,
+    WorkspaceForm,
+)
 from web.refusals import FORM_REFUSED_STATUS, form_page_status, refusal_on_form, refusal_text
 from web.selectors import api_keys_of
 from web.session import actor_required, tenant_switch
@@ -245,14 +255,30 @@ def switch_tenant(request: HttpRequest) -> HttpResponse:
     return redirect(target)
 
 
+def _keys_page(request: HttpRequest, *, form: ApiKeyForm | None = None, origins_form: CorsOriginsForm | None = None,
+               issued: IssuedKey | None = None, status: int = 200) -> HttpResponse:
+    actor = request.actor  # type: ignore[attr-defined]
+    if origins_form is None:
+        origins_form = CorsOriginsForm(initial={"origins": "\n".join(tenant_cors_origins(actor.tenant))})
+    return render(request, "web/keys.html", {
+        "form": form or ApiKeyForm(), "origins_form": origins_form, "issued": issued, "keys": api_keys_of(actor),
+    }, status=status)
+
+
+def _admin_refused(request: HttpRequest) -> HttpResponse | None:
+    if request.actor.is_admin:  # type: ignore[attr-defined]
+        return None
+    return render(request, "web/refused.html", {"error": DomainError(_("Only workspace admins manage API keys."))},
+                  status=403)
+
+
 @actor_required
 @refusals_as_pages
 def api_keys(request: HttpRequest) -> HttpResponse:
     """Admins create (the key is shown once) and revoke their tenant's API keys."""
+    if (refused_page := _admin_refused(request)) is not None:
+        return refused_page
     actor = request.actor  # type: ignore[attr-defined]
-    if not actor.is_admin:
-        return render(request, "web/refused.html", {"error": DomainError(_("Only workspace admins manage API keys."))},
-                      status=403)
     form = ApiKeyForm(request.POST or None)
     issued = None
     if request.method == "POST" and form.is_valid():
@@ -261,21 +287,38 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             issued = api_key_create(tenant=actor.tenant, name=form.cleaned_data["name"], scopes=scopes, user=actor.user)
         if not refused:
             form = ApiKeyForm()
-    return render(request, "web/keys.html", {"form": form, "issued": issued, "keys": api_keys_of(actor)},
-                  status=form_page_status(form))
+    return _keys_page(request, form=form, issued=issued, status=form_page_status(form))
+
+
+@require_POST
+@actor_required
+@refusals_as_pages
+def api_key_origins(request: HttpRequest) -> HttpResponse:
+    """Admins set the browser origins allowed to call the API with their keys (CORS, P-6)."""
+    if (refused_page := _admin_refused(request)) is not None:
+        return refused_page
+    form = CorsOriginsForm(request.POST)
+    if form.is_valid():
+        with refusal_on_form(form) as refused:
+            tenant_cors_set(tenant=request.actor.tenant, origins=form.origin_list())  # type: ignore[attr-defined]
+        if not refused:
+            messages.success(request, _("Allowed origins saved."))
+            return redirect("web-keys")
+        return _keys_page(request, origins_form=form, status=refused.status)
+    return _keys_page(request, origins_form=form, status=422)
 
 
 @require_POST
 @actor_required
 @refusals_as_pages
 def api_key_revoke_page(request: HttpRequest, key_id: int) -> HttpResponse:
+    if (refused_page := _admin_refused(request)) is not None:
+        return refused_page
     actor = request.actor  # type: ignore[attr-defined]
-    if not actor.is_admin:
-        return render(request, "web/refused.html", {"error": DomainError(_("Only workspace admins manage API keys."))},
-                      status=403)
     api_key_revoke(tenant=actor.tenant, key_id=key_id)
     messages.success(request, _("Key revoked."))
     return redirect("web-keys")
+
 
 
 def _admins_only(request: HttpRequest) -> HttpResponse | None:

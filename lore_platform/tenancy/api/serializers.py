@@ -66,3 +66,11 @@ class InvitationCreatedOut(InvitationOut):
 
     class Meta(InvitationOut.Meta):
         fields = [*InvitationOut.Meta.fields, "link"]
+
+
+class TenantCorsIO(serializers.Serializer):
+    origins = serializers.ListField(
+        child=serializers.CharField(max_length=200, trim_whitespace=False), max_length=50,
+        help_text="Browser origins (scheme://host[:port], no path, no wildcard) whose pages may call the API "
+                  "with this tenant's keys. Anonymous reads of the public library are open to every origin.",
+    )

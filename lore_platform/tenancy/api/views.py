@@ -4,6 +4,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.urls import reverse
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -11,7 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView, TenantViewSet
-from lore_platform.tenancy import services
+from lore_platform.errors import ValidationFailed
+from lore_platform.tenancy import selectors, services
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.api.serializers import (
     ApiKeyCreatedOut,
@@ -23,6 +25,7 @@ from lore_platform.tenancy.api.serializers import (
     MemberAddIn,
     MemberOut,
     MemberRoleIn,
+    TenantCorsIO,
 )
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
@@ -40,6 +43,57 @@ class TenantView(TenantAPIView):
             "user_email": actor.user.email if actor.user else None,
         }
         return Response(CallerOut(data).data)
+
+
+# The body as the server reads it: exactly one field (unknown ones are refused, so the schema says so).
+CORS_ORIGINS_IN = {
+    "application/json": {
+        "type": "object",
+        "properties": {"origins": {
+            "type": "array", "maxItems": services.CORS_ORIGINS_MAX,
+            "items": {"type": "string", "minLength": 1, "maxLength": services.CORS_ORIGIN_MAX_CHARS},
+            "description": "Browser origins (scheme://host[:port], no path, no wildcard) whose pages may call the "
+                           "API with this tenant's keys. Anonymous reads of the public library are open to every "
+                           "origin.",
+        }},
+        "required": ["origins"],
+        "additionalProperties": False,
+    }
+}
+
+
+class _BodyRequiredSchema(AutoSchema):
+    """drf-spectacular marks a raw request schema's body optional; this one is required."""
+
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body = super()._get_request_body(direction)
+        if body:
+            body["required"] = True
+        return body
+
+
+class TenantCorsView(TenantAPIView):
+    """The browser origins allowed to call the API with this tenant's keys (CORS, P-6). Admins only."""
+
+    permission_classes = [IsTenantAdmin]
+    schema = _BodyRequiredSchema()
+
+    @extend_schema(responses=TenantCorsIO, summary="Browser origins allowed to call the API with this tenant's keys")
+    def get(self, request: Request) -> Response:
+        return Response({"origins": selectors.tenant_cors_origins(self.actor.tenant)})
+
+    @extend_schema(request=CORS_ORIGINS_IN, responses=TenantCorsIO,
+                   summary="Replace the allowed browser origins (422 names a malformed one)")
+    def put(self, request: Request) -> Response:
+        if not isinstance(request.data, dict) or "origins" not in request.data:
+            raise ValidationFailed("Send {\"origins\": [...]}.", field="origins", rule="P-6")
+        unknown = sorted(set(request.data) - {"origins"})
+        if unknown:
+            # Refused, not ignored: a misspelt field would otherwise look saved.
+            raise ValidationFailed("Unknown field {name}; the body is {{\"origins\": [...]}}.",
+                                   values={"name": repr(unknown[0])}, field=unknown[0], rule="P-6")
+        origins = services.tenant_cors_set(tenant=self.actor.tenant, origins=request.data["origins"])
+        return Response({"origins": origins})
 
 
 def _key_created(issued: services.IssuedKey) -> Response:
