@@ -130,8 +130,11 @@ def _everything(a: Any, other: Any, capture: Any, settings: Any) -> dict[str, An
             jobs.append(_ok(admin.post("/api/v1/jobs/split", {"text": text, "book_id": world.pk}, format="json"),
                             202)["id"])
     _ok(admin.post(f"/api/v1/jobs/{jobs[0]}/accept", {"title": "Drowned Isles"}, format="json"))
-    # Settings: the model (with its secret key) and the tenant's default profile.
-    _ok(admin.put("/api/v1/jobs/model", {"base_url": "http://models.test/v1", "model": "tiny",
+    # Settings: the model (with its secret key) and the tenant's default profile. The operator lets
+    # tenants name their own model server here, and this one by name.
+    settings.MODEL_TENANT_ENDPOINTS = True
+    settings.OUTBOUND_ALLOW = [*getattr(settings, "OUTBOUND_ALLOW", []), "203.0.113.10"]
+    _ok(admin.put("/api/v1/jobs/model", {"base_url": "http://203.0.113.10/v1", "model": "tiny",
                                          "api_key": MODEL_KEY}, format="json"), 200)
     tenant_default_profile_set(tenant=a.tenant, profile="smart")
     return {"dragons": dragons, "st_chat": st}
@@ -321,7 +324,7 @@ def test_a_backup_never_holds_a_secret(make_tenant, settings, django_capture_on_
     assert "api_key" not in data and "secret" not in data.lower()
     # Not empty: everything else is there.
     doc = json.loads(data)
-    assert doc["backup"]["settings"]["model"] == {"base_url": "http://models.test/v1", "model": "tiny"}
+    assert doc["backup"]["settings"]["model"] == {"base_url": "http://203.0.113.10/v1", "model": "tiny"}
 
 
 def test_people_who_are_not_members_leave_their_rows_ownerless(make_tenant, settings,
