@@ -39,6 +39,7 @@ from .keyword import (
     book_set_compile,
     chat_hits,
     entry_evidence,
+    entry_tokens,
     log_record,
     macros_apply,
     probability_detail,
@@ -150,7 +151,7 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
         (book.settings.token_budget for book in request.books if book.settings.token_budget is not None),
         default=CLASSIC.default_token_budget,
     )
-    tokens = {index: tokenizer.count(rendered[index]) for index in activated}
+    tokens = entry_tokens(compiled, tokenizer, rendered, activated)
     total = sum(tokens.values())
     survival = sorted(
         activated,
