@@ -43,12 +43,27 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from retrieval.engine import classic
-from retrieval.engine.keyword import CompiledBookSet, book_set_compile, compile_cache_clear
+from retrieval.engine.keyword import (
+    CompiledBookSet,
+    book_set_compile,
+    compile_cache_clear,
+)
+from retrieval.engine.sillytavern.entries import book_from_st_json
+from retrieval.engine.sillytavern.turn import sillytavern_assemble
 from retrieval.engine.tokenizers import Tokenizer, tokenizer_by_name
-from retrieval.engine.values import Book, BookSettings, Entry, Message, Names, Outcome, Selection, TurnRequest
+from retrieval.engine.values import (
+    Book,
+    BookSettings,
+    Entry,
+    Message,
+    Names,
+    Outcome,
+    Selection,
+    TurnRequest,
+)
 
 from .honest import engine_lines, load_average
 
@@ -62,10 +77,7 @@ _SYLLABLES = (
     "ka", "lo", "mi", "ra", "to", "ne", "su", "va", "de", "ri", "po", "lu", "ga", "fe", "zo", "bri", "tan",
     "mor", "sel", "dun", "cas", "ver", "nal", "quo", "thi", "ar", "en", "ul", "os", "ix",
 )
-_FILLER = (
-    "the a of and to in is was for on that with as by at from his her it this which an be are were had "
-    "old river north stone long winter city road market tower night gate hill sea iron salt lord house"
-).split()
+_FILLER = ["the", "a", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his", "her", "it", "this", "which", "an", "be", "are", "were", "had", "old", "river", "north", "stone", "long", "winter", "city", "road", "market", "tower", "night", "gate", "hill", "sea", "iron", "salt", "lord", "house"]
 
 
 @dataclass(frozen=True)
@@ -112,14 +124,10 @@ def shared_book(size: int, seed: int = 7) -> Generated:
             words.insert(rng.randrange(len(words)), rng.choice(common))
         entries.append(Entry(id=f"e{number}", title=name, content=f"{name}: " + " ".join(words) + ".",
                              keys=tuple(keys), order=rng.randint(0, 200), priority=rng.randint(0, 20)))
-    return Generated(_book(entries), tuple(chat_keys))
+    return Generated(_book(entries, "shared"), tuple(chat_keys))
 
 
-_CONTEXT_LOAD_WORDS = (
-    "amber bastion cinder dagger ember falcon garnet harbor ivory jasper kestrel lantern meadow nimbus "
-    "onyx pyre quarry raven sable thistle umber vessel willow xenon yarrow zephyr anchor briar cobalt "
-    "drift echo fable grove hollow iron jade knoll lumen marrow north ochre pine quill rune salt tide"
-).split()
+_CONTEXT_LOAD_WORDS = ["amber", "bastion", "cinder", "dagger", "ember", "falcon", "garnet", "harbor", "ivory", "jasper", "kestrel", "lantern", "meadow", "nimbus", "onyx", "pyre", "quarry", "raven", "sable", "thistle", "umber", "vessel", "willow", "xenon", "yarrow", "zephyr", "anchor", "briar", "cobalt", "drift", "echo", "fable", "grove", "hollow", "iron", "jade", "knoll", "lumen", "marrow", "north", "ochre", "pine", "quill", "rune", "salt", "tide"]
 
 
 def dense_book(size: int, seed: int = 7) -> Generated:
@@ -135,11 +143,12 @@ def dense_book(size: int, seed: int = 7) -> Generated:
         )
         entries.append(Entry(id=f"e{number}", title=f"Harbour {number}", content=content, keys=tuple(entry_keys),
                              order=rng.randint(0, 200), priority=rng.randint(0, 20)))
-    return Generated(_book(entries), tuple(keys[:400]))
+    return Generated(_book(entries, "dense"), tuple(keys[:400]))
 
 
-def _book(entries: Sequence[Entry]) -> Book:
-    return Book(id="bench", name="Bench", version=len(entries), entries=tuple(entries),
+def _book(entries: Sequence[Entry], generator: str) -> Book:
+    # Compile caches key on (id, version): each generator and size is a book of its own.
+    return Book(id=f"bench-{generator}", name="Bench", version=len(entries), entries=tuple(entries),
                 settings=BookSettings(scan_depth=SCAN_DEPTH, token_budget=2_000, recursive=True))
 
 
@@ -164,12 +173,27 @@ def rolling_chat(keys: Sequence[str], turns: int, seed: int = 3) -> list[list[Me
     return windows
 
 
-def request(book: Book, chat: Sequence[Message], turn: int) -> TurnRequest:
-    return TurnRequest(profile="classic", books=(book,), chat=tuple(chat), names=Names(user="Ana", char="Kael"),
-                       seed="bench", turn=turn, log_full=False)
+def request(book: Book, chat: Sequence[Message], turn: int, profile: str = "classic") -> TurnRequest:
+    return TurnRequest(profile=profile, books=(book,), chat=tuple(chat),  # type: ignore[arg-type]
+                       names=Names(user="Ana", char="Kael"), seed="bench", turn=turn, log_full=False)
 
 
-ACTIVATED = {Outcome.INJECTED, Outcome.OVER_BUDGET}
+def as_world_info(book: Book) -> Book:
+    """The same book with SillyTavern entry values (as the adapter gives the sillytavern profile)."""
+    raw = [{"uid": number, "key": list(entry.keys), "keysecondary": list(entry.secondary_keys),
+            "content": entry.content, "comment": entry.title, "order": entry.order, "position": 0,
+            "probability": 100, "useProbability": True}
+           for number, entry in enumerate(book.entries)]
+    return replace(book, world_info=book_from_st_json(raw, world=book.id))
+
+
+def assemble(req: TurnRequest, tokenizer: Tokenizer) -> Selection:
+    if req.profile == "sillytavern":
+        return sillytavern_assemble(req, tokenizer=tokenizer)
+    return classic.classic_assemble(req, tokenizer=tokenizer)
+
+
+ACTIVATED = {Outcome.INJECTED, Outcome.OVER_BUDGET}  # sillytavern logs only injected: its scan stops at the budget
 
 
 def touched(selection: Selection) -> int:
@@ -188,34 +212,37 @@ def _old_entry_tokens(
     return {index: tokenizer.count(rendered[index]) for index in indices}
 
 
-def measure(generator: str, size: int, turns: int, tokenizer: Tokenizer) -> dict[str, object]:
+def measure(generator: str, size: int, turns: int, tokenizer: Tokenizer, profile: str = "classic") -> dict[str, object]:
     generated = GENERATORS[generator](size)
     book = generated.book
     compile_cache_clear()
     gc.collect()
     started = time.perf_counter()
-    book_set_compile((book,), profile="classic")
+    if profile == "sillytavern":
+        book = as_world_info(book)  # reading the entries is the sillytavern profile's compile, with the first turn's
+    else:
+        book_set_compile((book,), profile="classic")
     compile_ms = (time.perf_counter() - started) * 1000
     windows = rolling_chat(generated.chat_keys, turns + 1)
-    classic.classic_assemble(request(book, windows[0], 0), tokenizer=tokenizer)  # the chat so far
+    assemble(request(book, windows[0], 0, profile), tokenizer)  # the chat so far (and the ST compile)
     wall: list[float] = []
     cpu: list[float] = []
     counts: list[tuple[int, int, int]] = []
     for turn, window in enumerate(windows[1:turns + 1], start=1):
-        req = request(book, window, turn)
+        req = request(book, window, turn, profile)
         gc.collect()
         cpu_started = time.thread_time()
         started = time.perf_counter()
-        selection = classic.classic_assemble(req, tokenizer=tokenizer)
+        selection = assemble(req, tokenizer)
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.thread_time() - cpu_started) * 1000)
         counts.append((activated(selection), len(selection.injections), touched(selection)))
     # One more rolling turn, traced: the engine's executed lines, the same on every run.
-    last = request(book, windows[turns + 1], turns + 1)
-    selection, work = engine_lines(lambda: classic.classic_assemble(last, tokenizer=tokenizer))
+    last = request(book, windows[turns + 1], turns + 1, profile)
+    selection, work = engine_lines(lambda: assemble(last, tokenizer))
     touched_now = touched(selection)
     return {
-        "bench": "size", "generator": generator, "entries": size,
+        "bench": "size", "profile": profile, "generator": generator, "entries": size,
         "keys": sum(len(e.keys) for e in book.entries), "compile_ms": round(compile_ms, 1),
         "turn_p50_ms": round(statistics.median(wall), 3), "turn_cpu_p50_ms": round(statistics.median(cpu), 3),
         "activated": statistics.median(c[0] for c in counts), "injected": statistics.median(c[1] for c in counts),
@@ -231,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=15, help="timed rolling turns per size")
     parser.add_argument("--generators", default="shared,dense")
     parser.add_argument("--tokenizer", default="cl100k_base")
+    parser.add_argument("--profile", choices=("classic", "sillytavern"), default="classic",
+                        help="sillytavern: the same books as SillyTavern entries (its log lists every entry)")
     parser.add_argument("--old-token-counts", action="store_true",
                         help="replay the engine's token counting as before issue 29 (the 'before' figures)")
     args = parser.parse_args(argv)
@@ -239,13 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer.count("warm up")
     if args.old_token_counts:
         classic.entry_tokens = _old_entry_tokens  # type: ignore[attr-defined]
-    print(json.dumps({"bench": "setup", "sizes": sizes, "turns": args.turns, "window": WINDOW, "scan_depth": SCAN_DEPTH,
+    print(json.dumps({"bench": "setup", "profile": args.profile, "sizes": sizes, "turns": args.turns, "window": WINDOW, "scan_depth": SCAN_DEPTH,
                       "log": "compact", "engine": "before issue 29" if args.old_token_counts else "current",
                       "load_average": load_average()}))
     results: dict[tuple[str, int], dict[str, object]] = {}
     for generator in args.generators.split(","):
         for size in sizes:
-            line = measure(generator, size, max(1, args.turns), tokenizer)
+            line = measure(generator, size, max(1, args.turns), tokenizer, args.profile)
             results[generator, size] = line
             print(json.dumps(line), flush=True)
     targets: dict[str, object] = {"bench": "targets", "load_average": load_average()}
@@ -260,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         targets[generator] = {
             f"turn_ratio_{top}_over_{base}": round(time_ratio, 1),
             f"activated_ratio_{top}_over_{base}": round(output_ratio, 1),
-            f"work_per_touched_growth": round(work_growth, 2),
+            "work_per_touched_growth": round(work_growth, 2),
             f"work_per_touched_le_{WORK_GROWTH}x": "met" if work_growth <= WORK_GROWTH else "missed",
         }
         if generator == "shared":

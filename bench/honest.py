@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -111,13 +111,13 @@ def engine_lines(run: Callable[[], T]) -> tuple[T, int]:
     prefix = str(Path(retrieval.engine.__file__).resolve().parent)
     count = 0
 
-    def local(frame: FrameType, event: str, arg: object) -> Callable[..., object] | None:
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
         nonlocal count
         if event == "line":
             count += 1
         return local
 
-    def calls(frame: FrameType, event: str, arg: object) -> Callable[..., object] | None:
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
         return local if frame.f_code.co_filename.startswith(prefix) else None
 
     previous = sys.gettrace()

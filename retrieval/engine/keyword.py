@@ -19,12 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .decorators import ParsedContent, decorators_parse
-from .matching import KNOWN_TEXT_CHARS, CompileCache, KeyMatcher, KeyPattern, book_set_key
+from .matching import (
+    KNOWN_TEXT_CHARS,
+    CompileCache,
+    KeyMatcher,
+    KeyPattern,
+    book_set_key,
+)
 from .regex_budget import is_overrun_warning, turn_overran
 from .rules import CLASSIC, SERVER
 from .tokenizers import Tokenizer
@@ -90,6 +96,11 @@ class CompiledBookSet:
     always: tuple[int, ...]
     keepers: tuple[int, ...]
     warnings: tuple[str, ...]
+    # Each entry's place in the classic budget's survival order (C-10: priority, order, id, book,
+    # position) and in placement order (C-11: order, priority, id, book, position), ranked once per
+    # compile: a turn that activates thousands of entries sorts them by one int each.
+    survival_rank: tuple[int, ...]
+    placement_rank: tuple[int, ...]
     # Like the matcher's memo, the only state that changes after construction.
     token_counts: EntryTokenCounts
 
@@ -252,8 +263,18 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
         always=tuple(always),
         keepers=tuple(keepers),
         warnings=tuple(warnings),
+        survival_rank=_ranks(entries, lambda e: (-e.priority, -e.order, e.id_key, e.book_index, e.position)),
+        placement_rank=_ranks(entries, lambda e: (-e.order, -e.priority, e.id_key, e.book_index, e.position)),
         token_counts=EntryTokenCounts(),
     )
+
+
+def _ranks(entries: Sequence[CompiledEntry], key: Callable[[CompiledEntry], Any]) -> tuple[int, ...]:
+    """Each entry's position when all of them are sorted by ``key`` (a total order: position breaks ties)."""
+    ranks = [0] * len(entries)
+    for rank, entry in enumerate(sorted(entries, key=key)):
+        ranks[entry.index] = rank
+    return tuple(ranks)
 
 
 def _first_int(*values: int | None) -> int:
