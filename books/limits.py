@@ -17,9 +17,9 @@ purpose: classic and SillyTavern books have no content cap (the request/import
 size limits bound them), as in the tools they come from. They do have an entry
 cap of 20,000 (issue 29): a turn's cost follows the entries it activates, and
 one turn can activate every entry of a book (a key they share, recursion), so
-the cap bounds the worst turn and the compile after each edit (measured by
-``bench/book_size_bench.py``: about 0.2 ms of compile and up to 25 µs of turn
-per entry on two cores).
+the cap bounds the worst turn and the work after each edit (measured by
+``bench/book_size_bench.py`` on two cores: ~15 µs of turn per activated entry,
+~0.03 ms of compile and ~0.05 ms of loading from the database per entry).
 Entry titles: 2–100 characters in world books (W-12). In the other profiles
 the title is the optional display name/comment, which must survive import and
 export untouched (C-9), so only the 200-character column bounds it.
@@ -101,8 +101,9 @@ SERVER_SCAN_DEPTH = RangeLimit(rule="S-5", low=1, high=100)
 CLASSIC_ENTRY_TITLE = TextLimit(rule="C-9", max=200)
 CLASSIC_SCAN_DEPTH = RangeLimit(rule="C-2", low=0, high=100)
 # Entries per classic or SillyTavern book (issue 29; C-5: what one turn matches, as the key limits below).
-# At 20,000 entries a turn that activates every entry costs ~0.45 s of CPU and the compile after an edit
-# ~3 s on the bench's two cores; both grow linearly, so the cap is where they stop being a pause.
+# At 20,000 entries a turn whose recursion activates 17,500 of them costs ~0.27 s of CPU (0.4 s before
+# issue 29's fix), and loading plus compiling the book after an edit ~1.5 s, per process; all grow
+# linearly with entries, so the cap is where one book's worst turn stays a fraction of a second.
 CLASSIC_ENTRIES_PER_BOOK = Limit(value=20_000, rule="C-5", unit=ENTRIES)
 
 PROBABILITY = RangeLimit(rule="S-6", low=0, high=100)
