@@ -14,7 +14,11 @@ Targets are judged on medians; a best round is not reported.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 KINDS = ("cold", "rolling", "all_new")
 
@@ -70,6 +74,7 @@ def engine_memos_clear() -> None:
         known = getattr(compiled.matcher, "_known", None)
         if known is not None:
             _text_cache_clear(known)
+        compiled.token_counts.clear()
     with tokenizers._instances_lock:
         instances = list(tokenizers._instances.values())
     for tokenizer in instances:
@@ -88,3 +93,37 @@ def matcher_memo_clear(matcher: object) -> None:
 def _text_cache_clear(cache: object) -> None:
     cache._items.clear()  # type: ignore[attr-defined]
     cache._chars = 0  # type: ignore[attr-defined]
+
+
+def engine_lines(run: Callable[[], T]) -> tuple[T, int]:
+    """``run()``'s result and the number of Python lines the engine executed for it.
+
+    A deterministic measure of a turn's work (the same on a loaded machine as on a quiet one):
+    every line of ``retrieval/engine`` executed, comprehensions and helpers included. Work done
+    inside C calls (a sort, the automaton) counts once per call, which is why per-entry loops in
+    Python are what this sees. Tracing slows the run some tenfold: use it on one turn, not to time.
+    """
+    import sys
+    from pathlib import Path
+
+    import retrieval.engine
+
+    prefix = str(Path(retrieval.engine.__file__).resolve().parent)
+    count = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.startswith(prefix) else None
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        result = run()
+    finally:
+        sys.settrace(previous)
+    return result, count

@@ -13,8 +13,13 @@ on every path: the editor API, bulk actions, the importer (through
 Both carry ``field``, ``rule`` and ``details = {"limit"|"min"/"max", "actual", "unit"}``.
 
 Where the seeds give numbers only for one profile, the others are unbounded on
-purpose: classic and SillyTavern books have no entry cap and no content cap
-(the request/import size limits bound them), as in the tools they come from.
+purpose: classic and SillyTavern books have no content cap (the request/import
+size limits bound them), as in the tools they come from. They do have an entry
+cap of 20,000 (issue 29): a turn's cost follows the entries it activates, and
+one turn can activate every entry of a book (a key they share, recursion), so
+the cap bounds the worst turn and the work after each edit (measured by
+``bench/book_size_bench.py`` on two cores: ~15 µs of turn per activated entry,
+~0.03 ms of compile and ~0.05 ms of loading from the database per entry).
 Entry titles: 2–100 characters in world books (W-12). In the other profiles
 the title is the optional display name/comment, which must survive import and
 export untouched (C-9), so only the 200-character column bounds it.
@@ -95,6 +100,11 @@ SERVER_SCAN_DEPTH = RangeLimit(rule="S-5", low=1, high=100)
 # Classic / SillyTavern: the display name (comment) is optional (C-9).
 CLASSIC_ENTRY_TITLE = TextLimit(rule="C-9", max=200)
 CLASSIC_SCAN_DEPTH = RangeLimit(rule="C-2", low=0, high=100)
+# Entries per classic or SillyTavern book (issue 29; C-5: what one turn matches, as the key limits below).
+# At 20,000 entries a turn whose recursion activates 17,500 of them costs ~0.27 s of CPU (0.4 s before
+# issue 29's fix), and loading plus compiling the book after an edit ~1.5 s, per process; all grow
+# linearly with entries, so the cap is where one book's worst turn stays a fraction of a second.
+CLASSIC_ENTRIES_PER_BOOK = Limit(value=20_000, rule="C-5", unit=ENTRIES)
 
 PROBABILITY = RangeLimit(rule="S-6", low=0, high=100)
 UNBOUNDED_TEXT = TextLimit(rule="", max=None)
@@ -353,12 +363,16 @@ def entry_capacity(book: Book) -> Capacity | None:
 
     World books: a cap per book (W-12). Server books: a cap per persona lineage,
     and a separate one shared by all of the tenant's server-wide books (S-14).
+    Classic and SillyTavern books: a cap per book (C-5, issue 29).
     """
     from books.models import Entry, Profile, Scope
 
     if book.profile == Profile.SMART:
         used = Entry.objects.for_tenant(book.tenant).filter(book=book).count()
         return Capacity(limit=SMART_ENTRIES_PER_BOOK, used=used, scope="book")
+    if book.profile in (Profile.CLASSIC, Profile.SILLYTAVERN):
+        used = Entry.objects.for_tenant(book.tenant).filter(book=book).count()
+        return Capacity(limit=CLASSIC_ENTRIES_PER_BOOK, used=used, scope="book")
     if book.profile == Profile.SERVER:
         if book.scope == Scope.PERSONA:
             used = Entry.objects.for_tenant(book.tenant).filter(book__lineage_id=book.lineage_id).count()
@@ -374,6 +388,8 @@ def entry_capacity(book: Book) -> Capacity | None:
 
 def entry_capacity_check(book: Book, *, adding: int, field: str = "entries") -> None:
     """Refuse adding ``adding`` entries to ``book`` if that breaks its entry cap."""
+    from books.models import Profile
+
     capacity = entry_capacity(book)
     if capacity is None or adding <= 0:
         return
@@ -398,6 +414,12 @@ def entry_capacity_check(book: Book, *, adding: int, field: str = "entries") -> 
     if capacity.scope == "server_wide":
         raise LimitExceeded(
             "The server-wide books would hold {total:,} entries together; they share a limit of {limit:,} ({rule}).",
+            values=values, field=field, rule=rule, details=details,
+        )
+    if book.profile != Profile.SMART:
+        raise LimitExceeded(
+            "This book would hold {total:,} entries; a classic or SillyTavern book holds at most {limit:,} "
+            "({rule}).",
             values=values, field=field, rule=rule, details=details,
         )
     raise LimitExceeded(

@@ -108,4 +108,6 @@ def entry_cap(profile: str, scope: str) -> Limit | None:
         if scope == "persona":
             return book_limits.SERVER_ENTRIES_PER_LINEAGE
         return book_limits.SERVER_ENTRIES_SERVER_WIDE
+    if profile in ("classic", "sillytavern"):
+        return book_limits.CLASSIC_ENTRIES_PER_BOOK
     return None

@@ -473,6 +473,8 @@ def plan_book(
     if cap is not None and existing_count + len(entries) > cap.value:
         if profile == "smart":
             holder = Term("a smart book")
+        elif profile in ("classic", "sillytavern"):
+            holder = Term("a classic or SillyTavern book")
         elif scope == "persona":
             holder = Term("a server persona")
         else:

@@ -39,6 +39,7 @@ from .keyword import (
     book_set_compile,
     chat_hits,
     entry_evidence,
+    entry_tokens,
     log_record,
     macros_apply,
     probability_detail,
@@ -150,18 +151,9 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
         (book.settings.token_budget for book in request.books if book.settings.token_budget is not None),
         default=CLASSIC.default_token_budget,
     )
-    tokens = {index: tokenizer.count(rendered[index]) for index in activated}
+    tokens = entry_tokens(compiled, tokenizer, rendered, activated)
     total = sum(tokens.values())
-    survival = sorted(
-        activated,
-        key=lambda i: (
-            -entries[i].priority,
-            -entries[i].order,
-            entries[i].id_key,
-            entries[i].book_index,
-            entries[i].position,
-        ),
-    )
+    survival = sorted(activated, key=compiled.survival_rank.__getitem__)
     dropped: set[int] = set()
     activated_total = total
     for index in reversed(survival):
@@ -181,16 +173,7 @@ def classic_select(compiled: CompiledBookSet, request: TurnRequest, *, tokenizer
             via_entry=trigger.via_entry,
         )
 
-    placed = sorted(
-        (i for i in activated if i not in dropped),
-        key=lambda i: (
-            -entries[i].order,
-            -entries[i].priority,
-            entries[i].id_key,
-            entries[i].book_index,
-            entries[i].position,
-        ),
-    )
+    placed = sorted((i for i in activated if i not in dropped), key=compiled.placement_rank.__getitem__)
     injections: list[Injection] = []
     for index in placed:
         candidate = entries[index]
@@ -256,9 +239,15 @@ def _explain_unrecursed(
     # built only for the full log (or when a regex key overran: then every record is listed).
     explain_not_matched = full or turn_overran()
     explained: set[int] = set()
-    for key, text in sorted(found.items()):
-        owner, primary = compiled.key_entry[key], compiled.key_primary[key]
-        if not primary or owner in activated or compiled.quiet_records[owner].outcome != Outcome.NOT_MATCHED:
+    key_entry, key_primary = compiled.key_entry, compiled.key_primary
+    # Keys of activated entries (most of them, when recursion floods a book) are dropped before
+    # sorting: which source explains an entry depends on key order only among the rest.
+    unexplained = sorted(
+        (key, text) for key, text in found.items() if key_primary[key] and key_entry[key] not in activated
+    )
+    for key, text in unexplained:
+        owner = key_entry[key]
+        if compiled.quiet_records[owner].outcome != Outcome.NOT_MATCHED:
             continue
         if owner in records or owner in explained:
             continue  # the turn said something of it already (gated, secondary, probability, an earlier key)

@@ -19,14 +19,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .decorators import ParsedContent, decorators_parse
-from .matching import KNOWN_TEXT_CHARS, CompileCache, KeyMatcher, KeyPattern, book_set_key
+from .matching import (
+    KNOWN_TEXT_CHARS,
+    CompileCache,
+    KeyMatcher,
+    KeyPattern,
+    book_set_key,
+)
 from .regex_budget import is_overrun_warning, turn_overran
 from .rules import CLASSIC, SERVER
+from .tokenizers import Tokenizer
 from .values import Book, Entry, LogRecord, Message, Names, Outcome, Role
 
 KeywordProfile = Literal["classic", "server"]
@@ -89,9 +96,66 @@ class CompiledBookSet:
     always: tuple[int, ...]
     keepers: tuple[int, ...]
     warnings: tuple[str, ...]
+    # Each entry's place in the classic budget's survival order (C-10: priority, order, id, book,
+    # position) and in placement order (C-11: order, priority, id, book, position), ranked once per
+    # compile: a turn that activates thousands of entries sorts them by one int each.
+    survival_rank: tuple[int, ...]
+    placement_rank: tuple[int, ...]
+    # Like the matcher's memo, the only state that changes after construction.
+    token_counts: EntryTokenCounts
 
     def key_text(self, key: int) -> str:
         return self.matcher.keys[key].text
+
+
+class EntryTokenCounts:
+    """Token counts of a book set's rendered entries, per tokenizer: ``entry index -> (text, tokens)``.
+
+    Every activated entry is counted on every turn (the over-budget detail names the activated
+    total), so the counts must be remembered. The tokenizer's own memo is shared by every book and
+    bounded in characters; a big book whose activated lore outgrew it (17,500 entries, ~5 MB, in a
+    20,000-entry book with recursion) emptied it on every turn and re-tokenised everything. Here the
+    bound is the book set itself: one count per entry per tokenizer, recounted only when the
+    rendered text changes (other names in its macros). Races between threads only recount.
+    """
+
+    __slots__ = ("_by_tokenizer",)
+
+    _MAX_TOKENIZERS = 8
+
+    def __init__(self) -> None:
+        # Keyed by the tokenizer object's id; the object is kept so that id is not reused.
+        self._by_tokenizer: dict[int, tuple[Tokenizer, dict[int, tuple[str, int]]]] = {}
+
+    def of(self, tokenizer: Tokenizer) -> dict[int, tuple[str, int]]:
+        """The counts table for one tokenizer (read and filled by the caller)."""
+        held = self._by_tokenizer.get(id(tokenizer))
+        if held is None or held[0] is not tokenizer:
+            if len(self._by_tokenizer) >= self._MAX_TOKENIZERS:
+                self._by_tokenizer.clear()  # a new tokenizer per turn (tests, mostly): stay bounded
+            held = self._by_tokenizer[id(tokenizer)] = (tokenizer, {})
+        return held[1]
+
+    def clear(self) -> None:
+        self._by_tokenizer.clear()
+
+
+def entry_tokens(
+    compiled: CompiledBookSet, tokenizer: Tokenizer, rendered: Mapping[int, str], indices: Iterable[int]
+) -> dict[int, int]:
+    """Tokens of each of ``indices``' rendered text, counted once per entry text and tokenizer."""
+    counts = compiled.token_counts.of(tokenizer)
+    tokens: dict[int, int] = {}
+    for index in indices:
+        text = rendered[index]
+        known = counts.get(index)
+        if known is not None and known[0] == text:
+            tokens[index] = known[1]
+        else:
+            count = tokenizer.count(text)
+            counts[index] = (text, count)
+            tokens[index] = count
+    return tokens
 
 
 _compiled: CompileCache[CompiledBookSet] = CompileCache(maxsize=64)
@@ -199,7 +263,18 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
         always=tuple(always),
         keepers=tuple(keepers),
         warnings=tuple(warnings),
+        survival_rank=_ranks(entries, lambda e: (-e.priority, -e.order, e.id_key, e.book_index, e.position)),
+        placement_rank=_ranks(entries, lambda e: (-e.order, -e.priority, e.id_key, e.book_index, e.position)),
+        token_counts=EntryTokenCounts(),
     )
+
+
+def _ranks(entries: Sequence[CompiledEntry], key: Callable[[CompiledEntry], Any]) -> tuple[int, ...]:
+    """Each entry's position when all of them are sorted by ``key`` (a total order: position breaks ties)."""
+    ranks = [0] * len(entries)
+    for rank, entry in enumerate(sorted(entries, key=key)):
+        ranks[entry.index] = rank
+    return tuple(ranks)
 
 
 def _first_int(*values: int | None) -> int:

@@ -281,11 +281,38 @@ def test_probability_range(tenant_a, value, ok):
         assert entry_count(book) == 0
 
 
-def test_classic_books_have_no_entry_cap_or_content_cap(tenant_a):
+def test_classic_books_have_no_content_cap(tenant_a):
     book = make_book(tenant_a)
-    fill(book, 2001)
     entry = services.entry_create(actor=member_actor(tenant_a), book=book, content="x" * 50_000)
-    assert entry.pk and limits.entry_capacity(book) is None
+    assert entry.pk and len(entry.content) == 50_000
+
+
+def test_classic_and_sillytavern_books_hold_20000_entries(tenant_a):
+    # Issue 29: one turn may activate every entry of a book, so the cap bounds the worst turn.
+    tavern = make_book(tenant_a, profile=Profile.SILLYTAVERN)
+    capacity = limits.entry_capacity(tavern)
+    assert capacity is not None and (capacity.limit.value, capacity.limit.rule, capacity.used) == (20_000, "C-5", 0)
+    book = make_book(tenant_a, profile=Profile.CLASSIC)
+    fill(book, 19_998)
+    services.entries_create_bulk(actor=member_actor(tenant_a), book=book, entries=[{"content": "one more"}])
+    assert entry_count(book) == 19_999
+    before = snapshot(book)
+    with pytest.raises(LimitExceeded) as exc_info:
+        services.entries_create_bulk(
+            actor=member_actor(tenant_a), book=book, entries=[{"content": "a"}, {"content": "b"}]
+        )
+    _refused(exc_info, field="entries", rule="C-5", limit=20_000, status=422)
+    assert exc_info.value.details["existing"] == 19_999 and exc_info.value.details["adding"] == 2
+    assert snapshot(book) == before
+    services.entry_create(actor=member_actor(tenant_a), book=book, content="the last one")
+    response = tenant_a.member_client.post(
+        f"/api/v1/books/{book.pk}/entries", {"title": "Over", "content": "one too many"}, format="json"
+    )
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert (error["code"], error["field"], error["rule"]) == ("limit_exceeded", "entries", "C-5")
+    assert "20,001" in error["message"] and "20,000" in error["message"]
+    assert entry_count(book) == 20_000
 
 
 @pytest.mark.parametrize("size,ok", [(499, True), (500, True), (501, False)])

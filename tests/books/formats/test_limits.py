@@ -115,6 +115,15 @@ def test_smart_entries_per_book_just_under_and_over() -> None:
     assert over.value.rule == "W-12"
 
 
+@pytest.mark.parametrize("profile", ["classic", "sillytavern"])
+def test_classic_entries_per_book_just_under_and_over(profile: str) -> None:
+    # Issue 29: 20,000 entries per classic or SillyTavern book; an import over it is refused whole.
+    assert plan_book(_book(500), profile=profile, existing_count=19_500).entries
+    with pytest.raises(LimitExceeded) as over:
+        plan_book(_book(500), profile=profile, existing_count=19_501)
+    assert over.value.rule == "C-5" and over.value.details["limit"] == 20_000
+
+
 @pytest.mark.parametrize(("profile", "limit", "rule"), [("smart", 20000, "W-12")])
 def test_content_length_just_under_and_over(profile: str, limit: int, rule: str) -> None:
     fits = ImportedBook(name="b", entries=(ImportedEntry(title="Long", content="x" * limit),))
