@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -40,3 +41,15 @@ app.config_from_object(_DjangoCeleryNames())
 # Every installed app's tasks module (cast.tasks included), and the project's own.
 app.autodiscover_tasks()
 app.autodiscover_tasks(["lore_platform"])
+
+
+@worker_ready.connect
+def _catch_up(sender: Any = None, **_: Any) -> None:
+    """A worker that starts runs the sweeps at once (issue 33): entries a dead worker or an outage left
+    pending are indexed within seconds of a worker being back, not at the next beat, and jobs a dead
+    worker held are looked at. The index sweep has no grace here: a duplicate of a message still in the
+    queue is harmless (indexing skips current vectors)."""
+    from lore_platform.tasks import task_publish
+
+    task_publish("retrieval.index_pending_sweep", 0.0)
+    task_publish("jobs.jobs_sweep")

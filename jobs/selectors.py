@@ -44,6 +44,7 @@ def model_config_for(tenant: Tenant) -> LlmConfig:
         max_retries=settings.LOREWEAVE_LLM_MAX_RETRIES,
         retry_after_max=settings.LOREWEAVE_LLM_RETRY_AFTER_MAX,
         structured=settings.LOREWEAVE_LLM_STRUCTURED,
+        max_tokens=settings.LOREWEAVE_LLM_MAX_TOKENS,
     )
 
 
