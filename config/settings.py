@@ -233,8 +233,9 @@ CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_PUBLISH_TIMEOUT
 REQUEST_LOG_RETENTION_DAYS = _env_int("REQUEST_LOG_RETENTION_DAYS", 0)
 
 CELERY_BEAT_SCHEDULE = {
-    # Every 30 s (entries pending past the sweep's grace: a lost task, a broker outage); a worker
-    # that starts runs it once at once with no grace (config.celery), for a worker that died.
+    # Every 30 s (entries pending past the sweep's grace: a lost task, a broker outage). A worker also
+    # runs it with no grace, with the jobs sweep, whenever its consumer connects or reconnects to the
+    # broker (config.celery): what a dead worker or an outage left behind moves within seconds.
     "retrieval-index-sweep": {"task": "retrieval.index_pending_sweep", "schedule": 30.0},
     # AI jobs whose message is gone or whose worker died (issue 33): re-queued, taken over or failed.
     "jobs-sweep": {"task": "jobs.jobs_sweep", "schedule": 15.0},

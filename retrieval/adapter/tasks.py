@@ -54,8 +54,9 @@ def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
 
 @shared_task(name="retrieval.index_pending_sweep", **TASK_RETRY)
 def index_pending_sweep(grace_seconds: float | None = None) -> int:
-    """Periodic safety net (celery beat): schedule entries left pending or stale. A worker that starts
-    sends it with no grace (config.celery): what a dead worker left pending is indexed at once."""
+    """Periodic safety net (celery beat): schedule entries left pending or stale. A worker whose consumer
+    connects or reconnects sends it with no grace (config.celery): what a dead worker or a broker outage
+    left pending is indexed at once."""
     from datetime import timedelta
 
     from retrieval.adapter.indexing import SWEEP_GRACE, entries_pending_sweep
