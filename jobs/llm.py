@@ -157,6 +157,8 @@ class OpenAICompatible:
 
     # Seconds between two ``cancelled()`` questions while a try or a wait runs.
     poll = 0.5
+    # Set when the server refused ``max_tokens`` (a 400 naming it): later requests go without it.
+    _max_tokens_refused = False
 
     def complete(self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None,
                  schema_name: str = "answer", cancelled: Callable[[], bool] | None = None) -> Completion:
@@ -232,7 +234,7 @@ class OpenAICompatible:
               schema_name: str, sent: _Sent | None = None) -> Completion:
         sent = sent if sent is not None else _Sent()
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": list(messages), "temperature": 0.7}
-        if self.config.max_tokens > 0:
+        if self.config.max_tokens > 0 and not self._max_tokens_refused:
             kwargs["max_tokens"] = self.config.max_tokens
         if schema is not None and self._structured:
             kwargs["response_format"] = {
@@ -247,6 +249,10 @@ class OpenAICompatible:
         except openai.BadRequestError as error:
             if "response_format" in kwargs and _refuses_schema(error):
                 self._structured = False
+                return self._once(messages, schema, schema_name, sent)
+            if "max_tokens" in kwargs and "max_tokens" in f"{error.message} {getattr(error, 'body', '')}".lower():
+                # A limit above what this server allows (or a parameter it does not take): its own limit holds.
+                self._max_tokens_refused = True
                 return self._once(messages, schema, schema_name, sent)
             raise LlmError("model_bad_request", f"The model server refused the request (400): {error.message}") from error
         except openai.AuthenticationError as error:

@@ -48,3 +48,14 @@ def test_a_cancel_during_the_wait_between_tries_sends_nothing_more(llm_server) -
     assert len(llm_server.requests) == 1 and caught.value.usage.calls == 1
     assert sum(slept) == OpenAICompatible.poll  # not the 3 s asked for
     assert llm_server.requests[0]["body"]["max_tokens"] == 4096  # LlmConfig's default limit
+
+
+def test_a_server_that_refuses_max_tokens_is_asked_again_without_it(llm_server) -> None:
+    from jobs.llm import LlmConfig, OpenAICompatible
+    from tests.jobs.llm_server import completion, error
+
+    llm_server.script(error(400, "max_tokens must be at most 2048", type_="invalid_request_error"), completion("ok"))
+    client = OpenAICompatible(LlmConfig(base_url=llm_server.base_url, model="m", max_tokens=8192))
+    answer = client.complete([{"role": "user", "content": "hi"}])
+    assert answer.text == "ok" and answer.usage.calls == 2  # the refused request counts too
+    assert [("max_tokens" in r["body"]) for r in llm_server.requests] == [True, False]
