@@ -302,14 +302,14 @@ class _Run:
         self.usage = Usage.from_dict(job.usage)
         self._renewed = time.monotonic()
 
-    def _mine(self) -> Any:
+    def mine(self) -> Any:
         return Job.objects.for_tenant(self.job.tenant).filter(
             pk=self.job.pk, state=JobState.RUNNING, lease_token=self.token
         )
 
     def write(self, **fields: Any) -> bool:
         """Write ``fields`` and renew the lease, if the job is still this worker's; else False."""
-        updated = self._mine().update(lease_until=timezone.now() + _lease(), **fields)
+        updated = self.mine().update(lease_until=timezone.now() + _lease(), **fields)
         self._renewed = time.monotonic()
         return bool(updated)
 
@@ -319,7 +319,7 @@ class _Run:
         through, so a lease lapses only when its worker has stopped."""
         if time.monotonic() - self._renewed >= settings.LOREWEAVE_JOB_LEASE_SECONDS / 3:
             return not self.write()
-        return not self._mine().exists()
+        return not self.mine().exists()
 
     def check(self) -> None:
         if self.cancelled():
@@ -380,7 +380,7 @@ def _finish(run: _Run, state: str, **fields: Any) -> str:
     fields.setdefault("error", {})
     job = run.job
     # The lease ends with the job: a final state holds no slot and nothing for the sweep.
-    updated = run._mine().update(
+    updated = run.mine().update(
         state=state, progress=100 if state == JobState.DONE else job.progress, finished_at=timezone.now(),
         usage=run.usage.as_dict(), lease_until=None, **fields,
     )
