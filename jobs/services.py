@@ -258,17 +258,17 @@ def job_retry(*, actor: Actor, job: Job) -> Job:
         locked.finished_at = None
         locked.progress = 0
         locked.runs = 0
-        locked.chunks = _usable_chunks(locked)
+        locked.chunks = {} if locked.kind == JobKind.GENERATE else _usable_chunks(locked)
         locked.save(update_fields=["state", "error", "finished_at", "progress", "runs", "chunks"])
         _enqueue(locked)
     return locked
 
 
 def _usable_chunks(job: Job) -> dict[str, Any]:
-    """The stored answers a retry may reuse: never one that did not read as entries (a refusal, prose,
-    a wrong schema), nor the re-ask that followed it. Generate keeps none: its attempts are one
-    conversation, and a job that failed had no usable draft in any of them."""
-    if job.kind == JobKind.GENERATE or job.error.get("code") == "nothing_found":
+    """The stored split answers a retry or a takeover may reuse: never one that did not read as entries
+    (a refusal, prose, a wrong schema), nor the re-ask that followed it. A retry of generate keeps none:
+    its attempts are one conversation, and a job that failed had no usable draft in any of them."""
+    if job.error.get("code") == "nothing_found":
         return {}
     kept: dict[str, Any] = {}
     for key, stored in job.chunks.items():
@@ -642,9 +642,10 @@ def jobs_sweep(*, now: Any = None) -> dict[str, int]:
         .filter(state=JobState.RUNNING)
         .filter(Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - _lease())
                 | Q(lease_until__isnull=True, started_at__isnull=True))
-        .values_list("pk", "tenant_id", "lease_token", "lease_until", "runs")
+        .only("pk", "tenant_id", "kind", "chunks", "error", "lease_token", "lease_until", "runs")
     )
-    for pk, tenant_id, token, lease_until, runs in list(lapsed):
+    for job in list(lapsed):
+        pk, tenant_id, token, lease_until, runs = job.pk, job.tenant_id, job.lease_token, job.lease_until, job.runs
         held = Job.objects.for_tenant(tenant_id).filter(pk=pk, state=JobState.RUNNING, lease_token=token,
                                                         lease_until=lease_until)
         if runs >= settings.LOREWEAVE_JOB_MAX_RUNS:
@@ -654,7 +655,10 @@ def jobs_sweep(*, now: Any = None) -> dict[str, int]:
                            error={"code": "worker_lost", "message": message}):
                 counts["failed"] += 1
                 logger.warning("job %s failed: its worker stopped %s time(s)", pk, runs)
-        elif held.update(state=JobState.QUEUED, lease_until=None, queued_at=now):
+        elif held.update(state=JobState.QUEUED, lease_until=None, queued_at=now,
+                         # The next worker reuses the answers stored, the valid ones only (a generate
+                         # job's attempts are one conversation: kept as they are).
+                         chunks=job.chunks if job.kind == JobKind.GENERATE else _usable_chunks(job)):
             counts["taken_over"] += 1
             logger.warning("job %s: its worker stopped (lease lapsed); queued for another", pk)
             _publish(tenant_id, pk)

@@ -83,8 +83,11 @@ def test_a_killed_workers_job_is_taken_over_within_its_lease_and_reuses_its_answ
     settings.LOREWEAVE_JOBS_CONCURRENT = 1
     job = start_split(tenant_a.admin_client, django_capture_on_commit_callbacks, execute=False)
     first = completion(entries_json([PARTS[0]]))
+    usage = {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150, "calls": 1}
     stored = {"chunk-0": {"text": first.body["choices"][0]["message"]["content"], "finish_reason": "stop",
-                          "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150, "calls": 1}}}
+                          "usage": usage},
+              # part 2's answer was a refusal: the next worker asks for it afresh, never replays it
+              "chunk-1": {"text": "I cannot help with that.", "finish_reason": "stop", "usage": usage}}
     _worker_died(job["id"], tenant=tenant_a.tenant, chunks=stored, lease_left=20)
     # The lease still runs: the worker may be alive and working, so the sweep leaves it; it holds the slot.
     assert jobs_sweep() == {"requeued": 0, "taken_over": 0, "failed": 0}
@@ -98,6 +101,7 @@ def test_a_killed_workers_job_is_taken_over_within_its_lease_and_reuses_its_answ
     body = fetch(tenant_a.admin_client, job["id"])
     assert body["state"] == "done" and [e["title"] for e in body["draft"]] == [p["title"] for p in PARTS]
     assert len(model.requests) == 2  # parts 2 and 3: the dead worker's answer for part 1 is reused
+    assert "part 2 of 3" in model.requests[0]["body"]["messages"][-1]["content"]  # asked afresh
     assert Job.objects.for_tenant(tenant_a.tenant).get(pk=job["id"]).runs == 2
     start_split(tenant_a.admin_client, django_capture_on_commit_callbacks, execute=False)  # the slot is free
 
