@@ -40,7 +40,7 @@ class _DjangoCeleryNames:
 app.config_from_object(_DjangoCeleryNames())
 # Every installed app's tasks module (cast.tasks included), and the project's own.
 app.autodiscover_tasks()
-app.autodiscover_tasks(["lore_platform"])
+app.autodiscover_tasks(["lore_platform", "config"])  # config.tasks: the health ping
 
 
 def _catch_up() -> None:
