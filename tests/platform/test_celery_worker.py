@@ -95,5 +95,5 @@ def test_workers_know_every_task_the_code_defines():
     for path in REPO.glob("*/**/tasks.py"):
         if ".venv" in path.parts:
             continue
-        defined.update(re.findall(r'@app\.task\(name="([^"]+)"', path.read_text()))
+        defined.update(re.findall(r'@(?:app\.task|shared_task)\(name="([^"]+)"', path.read_text()))
     assert defined and defined <= names, f"not registered in a worker: {sorted(defined - names)}"
