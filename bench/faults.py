@@ -16,6 +16,10 @@ whole API stack, no HTTP server), with API-key authentication.
   exactly once (the sweeps find what the outage left behind).
 - ``worker``: an import of a world book; the worker is killed (-9) mid-way and
   a new one started; the sweep finishes the job: one vector per entry.
+- ``job``: an AI split job (3 model calls to a local model server whose first answer stalls) on a
+  worker that is killed (-9) mid-call; a new worker and beat are started: the job's lease lapses and
+  beat's jobs sweep hands it to the new worker, which finishes it within a minute of the kill, reusing
+  nothing it should not, its slot freed, no duplicate entries (issue 33).
 - ``postgres``: context calls with PostgreSQL up, stopped (503 JSON within a
   second) and started again (200s again, no restart of the app).
 - ``soak``: 20 client threads of context calls and edits for 5 minutes
@@ -548,7 +552,70 @@ def _rss_kb() -> int:
     return 0
 
 
-MODES = {"redis": mode_redis, "worker": mode_worker, "postgres": mode_postgres, "soak": mode_soak}
+def mode_job(services: Services, args: argparse.Namespace) -> list[str]:
+    from tests.jobs.llm_server import LlmServer, Reply, completion, entries_json
+
+    server = LlmServer().start()
+    topics = ["Saltmarch", "The Lamplighters", "Tidecaller Mara"]
+    answer = lambda title: entries_json([{"title": title, "lore": f"{title} is part of the isles' old lore.",  # noqa: E731
+                                          "aliases": [], "canon": False}])
+    # The first call stalls (the worker is killed during it); the new worker's calls answer at once.
+    server.script(Reply(body=completion(answer(topics[0])).body, delay=60.0),
+                  *(completion(answer(title)) for title in topics))
+    services.env.update(LOREWEAVE_LLM_BASE_URL=server.base_url, LOREWEAVE_LLM_MODEL="faults-model",
+                        LOREWEAVE_LLM_TIMEOUT="120", LOREWEAVE_SPLIT_CHUNK_CHARS="120")
+    services.redis_start()
+    django_start(services)
+    services.worker_start()
+    beat = None
+    try:
+        wait_for("the worker", worker_answers, 60)
+        from jobs.models import ACTIVE_STATES, Job
+
+        tenant = Tenant()
+        notes = "# The Drowned Isles\n\n" + "\n\n".join(
+            f"## {title}\n{title} keeps the bells of the isles rung every hour, by old charter." for title in topics)
+        started = tenant.client().post("/api/v1/jobs/split", {"text": notes}, format="json")
+        if started.status_code != 202:
+            return [f"the start answered {started.status_code}: {started.content[:300]!r}"]
+        job_id = started.json()["id"]
+        wait_for("the first model call", lambda: len(server.requests) >= 1, 60)
+        services.worker_kill()
+        killed = time.monotonic()
+        services.worker_start()
+        beat = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "beat", "-l", "WARNING",
+             "--schedule", str(services.root / "beat-schedule")],
+            cwd=REPO, env=services.env, stdout=open(services.root / "beat.log", "ab"), stderr=subprocess.STDOUT,
+        )
+        job = lambda: Job.objects.for_tenant(tenant.tenant).get(pk=job_id)  # noqa: E731
+        try:
+            wait_for("the job to end", lambda: job().state in ("done", "failed"), 90)
+        except AssertionError:
+            pass
+        recovery = time.monotonic() - killed
+        final = job()
+        titles = [entry["title"] for entry in final.draft]
+        active = Job.objects.for_tenant(tenant.tenant).filter(state__in=ACTIVE_STATES).count()
+        emit(mode="job", state=final.state, recovery_s=round(recovery, 1), runs=final.runs,
+             model_calls=len(server.requests), usage_calls=final.usage.get("calls"), entries=len(titles),
+             duplicates=len(titles) - len(set(titles)), slots_held=active, error=final.error or None)
+    finally:
+        if beat is not None:
+            beat.terminate()
+            beat.wait(timeout=20)
+        server.stop()
+    failures = []
+    if final.state != "done" or recovery > 60:
+        failures.append(f"the job was {final.state} {recovery:.0f} s after its worker was killed (a minute at most)")
+    if len(titles) != len(set(titles)) or sorted(titles) != sorted(topics):
+        failures.append(f"the draft is not the three topics once each: {titles}")
+    if active:
+        failures.append(f"{active} job slot(s) still held")
+    return failures
+
+
+MODES = {"redis": mode_redis, "worker": mode_worker, "job": mode_job, "postgres": mode_postgres, "soak": mode_soak}
 
 
 def main(argv: list[str] | None = None) -> int:

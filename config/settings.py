@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -217,6 +218,12 @@ CELERY_RESULT_BACKEND = os.environ.get(
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent; a worker crash re-runs them
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "loreweave"
+# AI jobs have their own queue (issue 33): a job holds its worker for minutes of model calls, and
+# indexing, usage counts and translations must not wait behind it. A worker started without -Q
+# serves both; the embedded default (scripts/run.sh) and production run one worker per queue.
+JOBS_QUEUE = "loreweave.jobs"
+CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(JOBS_QUEUE))
+CELERY_TASK_ROUTES = {"jobs.job_run": {"queue": JOBS_QUEUE}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A request that publishes a task while the broker is down waits at most ~100 ms (issue 13): no
 # publish retries and short connect timeouts; ``lore_platform.tasks.task_publish`` then skips the
@@ -239,7 +246,12 @@ CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_PUBLISH_TIMEOUT
 REQUEST_LOG_RETENTION_DAYS = _env_int("REQUEST_LOG_RETENTION_DAYS", 0)
 
 CELERY_BEAT_SCHEDULE = {
-    "retrieval-index-sweep": {"task": "retrieval.index_pending_sweep", "schedule": 300.0},
+    # Every 30 s (entries pending past the sweep's grace: a lost task, a broker outage). A worker also
+    # runs it with no grace, with the jobs sweep, whenever its consumer connects or reconnects to the
+    # broker (config.celery): what a dead worker or an outage left behind moves within seconds.
+    "retrieval-index-sweep": {"task": "retrieval.index_pending_sweep", "schedule": 30.0},
+    # AI jobs whose message is gone or whose worker died (issue 33): re-queued, taken over or failed.
+    "jobs-sweep": {"task": "jobs.jobs_sweep", "schedule": 15.0},
     "sharing-shared-books-sweep": {"task": "sharing.shared_books_sweep", "schedule": 300.0},
     # Turns start it too (at most once a second per process); this catches the last turns of a burst.
     "cast-request-usage-sweep": {"task": "cast.request_usage_sweep", "schedule": 30.0},
@@ -264,6 +276,8 @@ LOREWEAVE_LLM_MAX_RETRIES = _env_int("LOREWEAVE_LLM_MAX_RETRIES", 3)
 LOREWEAVE_LLM_RETRY_AFTER_MAX = float(os.environ.get("LOREWEAVE_LLM_RETRY_AFTER_MAX", "30"))
 # false: never send a JSON schema in response_format (servers that misbehave on it).
 LOREWEAVE_LLM_STRUCTURED = _env_bool("LOREWEAVE_LLM_STRUCTURED", True)
+# The longest answer asked for, in tokens (max_tokens on every request; 0 sends none).
+LOREWEAVE_LLM_MAX_TOKENS = _env_int("LOREWEAVE_LLM_MAX_TOKENS", 4096)
 # Times generate asks the model (the first answer and its bounded re-asks).
 LOREWEAVE_GENERATE_ATTEMPTS = _env_int("LOREWEAVE_GENERATE_ATTEMPTS", 3)
 # Split with a model: notes are cut at section boundaries into chunks of at most this many characters.
@@ -271,6 +285,13 @@ LOREWEAVE_SPLIT_CHUNK_CHARS = _env_int("LOREWEAVE_SPLIT_CHUNK_CHARS", 8_000)
 # Per tenant: jobs queued or running at once, and jobs started in any 24 hours.
 LOREWEAVE_JOBS_CONCURRENT = _env_int("LOREWEAVE_JOBS_CONCURRENT", 2)
 LOREWEAVE_JOBS_PER_DAY = _env_int("LOREWEAVE_JOBS_PER_DAY", 50)
+# A running job's lease (seconds): its worker renews it while it works; the jobs sweep (every 15 s)
+# takes over a job whose lease lapsed (the worker died), so a dead worker's job moves on within a minute.
+LOREWEAVE_JOB_LEASE_SECONDS = _env_int("LOREWEAVE_JOB_LEASE_SECONDS", 30)
+# A queued job whose message was sent longer ago than this is sent again (a broker outage, a lost message).
+LOREWEAVE_JOB_REQUEUE_SECONDS = _env_int("LOREWEAVE_JOB_REQUEUE_SECONDS", 60)
+# Workers a job may lose before it fails ("the worker running it stopped") instead of being taken over.
+LOREWEAVE_JOB_MAX_RUNS = _env_int("LOREWEAVE_JOB_MAX_RUNS", 3)
 
 # --- where the server connects (issue 26, A-3; lore_platform/outbound.py) -------------------------
 # A URL a tenant gives never reaches loopback, private, link-local, unique-local, multicast or cloud

@@ -27,5 +27,5 @@ set -a; . /etc/loreweave/loreweave.env; set +a
 
 install -m 644 "$SRC"/deploy/systemd/*.service /etc/systemd/system/
 systemctl daemon-reload
-systemctl enable --now loreweave-web loreweave-worker loreweave-beat
-echo "Loreweave installed. Edit /etc/loreweave/loreweave.env, then: systemctl restart loreweave-web loreweave-worker"
+systemctl enable --now loreweave-web loreweave-worker loreweave-jobs-worker loreweave-beat
+echo "Loreweave installed. Edit /etc/loreweave/loreweave.env, then: systemctl restart loreweave-web loreweave-worker loreweave-jobs-worker"

@@ -18,6 +18,13 @@
   (``lore_platform.outbound``): resolved and checked at connect time, the
   checked address is the one connected to, no redirects followed. The
   operator's own endpoint is allowed as configured (``LlmConfig.trusted``).
+- cancellation: given a ``cancelled`` callback, each try runs in a thread the
+  caller's thread waits on, asking ``cancelled()`` every ``poll`` seconds, before
+  each try and through each wait between tries; once it says yes the call is
+  abandoned and no further request is sent (``LlmCancelled``);
+- every request it sends is counted in ``usage.calls``, failed ones included
+  (a ``Completion``'s usage, or an ``LlmError``'s when it gives up);
+- ``max_tokens`` on every request, from the configured limit of the model's answer.
 
 ``parse_json`` is the tolerant reader for servers without structured output:
 fenced JSON, prose around it, a truncated last item (dropped).
@@ -27,6 +34,7 @@ from __future__ import annotations
 import email.utils
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +60,8 @@ class LlmConfig:
     # Allow-list entries for this config's own server: the operator's endpoint ("host:port"); empty for a
     # tenant's URL, which must pass OUTBOUND_ALLOW like any other.
     trusted: tuple[str, ...] = ()
+    # The longest answer asked for (tokens): a bound on a runaway answer; 0 sends none.
+    max_tokens: int = 4096
 
     @property
     def configured(self) -> bool:
@@ -102,11 +112,20 @@ class LlmError(Exception):
         self.code = code
         self.message = message
         self.retryable = retryable
+        self.wait: float | None = None  # what the server's Retry-After asked for
+        self.usage = Usage()  # the requests spent before giving up (set by ``complete``)
+
+
+class LlmCancelled(LlmError):
+    """The caller cancelled: the call in flight was abandoned and nothing more was sent."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelled", "The call was cancelled.")
 
 
 class LlmClient(Protocol):
     def complete(self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None,
-                 schema_name: str = "answer") -> Completion: ...
+                 schema_name: str = "answer", cancelled: Callable[[], bool] | None = None) -> Completion: ...
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -148,34 +167,105 @@ class OpenAICompatible:
             http_client=outbound.http_client(timeout=config.timeout, extra_allow=config.trusted),
         )
 
+    # Seconds between two ``cancelled()`` questions while a try or a wait runs.
+    poll = 0.5
+    # Set when the server refused ``max_tokens`` (a 400 naming it): later requests go without it.
+    _max_tokens_refused = False
+
     def complete(self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None,
-                 schema_name: str = "answer") -> Completion:
+                 schema_name: str = "answer", cancelled: Callable[[], bool] | None = None) -> Completion:
         attempt = 0
+        sent = _Sent()
         while True:
+            # Asked before every try: a cancel during the last try's wait sends nothing more.
+            if cancelled is not None and cancelled():
+                raise self._spent(LlmCancelled(), sent)
             try:
-                return self._once(messages, schema, schema_name)
+                completion = self._try(messages, schema, schema_name, cancelled, sent)
             except LlmError as error:
-                if not error.retryable or attempt >= self.config.max_retries:
-                    raise
-                wait = getattr(error, "wait", None)
+                if isinstance(error, LlmCancelled) or not error.retryable or attempt >= self.config.max_retries:
+                    raise self._spent(error, sent)
                 backoff = min(self.config.retry_after_max, 0.5 * 2**attempt)
-                self._sleep(min(self.config.retry_after_max, wait) if wait is not None else backoff)
+                wait = min(self.config.retry_after_max, error.wait) if error.wait is not None else backoff
+                if not self._wait(wait, cancelled):
+                    raise self._spent(LlmCancelled(), sent) from error
                 attempt += 1
+                continue
+            # The answer's tokens, and every request this answer cost (its failed tries too).
+            return Completion(text=completion.text, finish_reason=completion.finish_reason,
+                              usage=Usage(prompt_tokens=completion.usage.prompt_tokens,
+                                          completion_tokens=completion.usage.completion_tokens,
+                                          total_tokens=completion.usage.total_tokens, calls=sent.count))
+
+    @staticmethod
+    def _spent(error: LlmError, sent: _Sent) -> LlmError:
+        error.usage = Usage(calls=sent.count)
+        return error
+
+    def _wait(self, seconds: float, cancelled: Callable[[], bool] | None) -> bool:
+        """Sleep ``seconds`` between tries; False (at once) when the caller cancels meanwhile."""
+        if cancelled is None:
+            self._sleep(seconds)
+            return True
+        left = seconds
+        while left > 0:
+            if cancelled():
+                return False
+            step = min(self.poll, left)
+            self._sleep(step)
+            left -= step
+        return True
+
+    def _try(self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any] | None, schema_name: str,
+             cancelled: Callable[[], bool] | None, sent: _Sent) -> Completion:
+        """One try. With ``cancelled``, the HTTP call runs in a thread this one waits on, so a cancel
+        abandons it at once instead of waiting out the server (up to the timeout)."""
+        if cancelled is None:
+            return self._once(messages, schema, schema_name, sent)
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome["completion"] = self._once(messages, schema, schema_name, sent)
+            except BaseException as error:  # noqa: BLE001 - handed to the waiting thread as it is
+                outcome["error"] = error
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="llm-call", daemon=True).start()
+        while not done.wait(self.poll):
+            if cancelled():
+                sent.abandoned = True  # the thread sends nothing more (no structured-output re-ask)
+                raise LlmCancelled()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["completion"]
 
     def _once(self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any] | None,
-              schema_name: str) -> Completion:
+              schema_name: str, sent: _Sent | None = None) -> Completion:
+        sent = sent if sent is not None else _Sent()
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": list(messages), "temperature": 0.7}
+        if self.config.max_tokens > 0 and not self._max_tokens_refused:
+            kwargs["max_tokens"] = self.config.max_tokens
         if schema is not None and self._structured:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": schema_name, "schema": dict(schema), "strict": True},
             }
+        if sent.abandoned:
+            raise LlmCancelled()
+        sent.count += 1
         try:
             response = self._client.chat.completions.create(**kwargs)
         except openai.BadRequestError as error:
             if "response_format" in kwargs and _refuses_schema(error):
                 self._structured = False
-                return self._once(messages, schema, schema_name)
+                return self._once(messages, schema, schema_name, sent)
+            if "max_tokens" in kwargs and "max_tokens" in f"{error.message} {getattr(error, 'body', '')}".lower():
+                # A limit above what this server allows (or a parameter it does not take): its own limit holds.
+                self._max_tokens_refused = True
+                return self._once(messages, schema, schema_name, sent)
             raise LlmError("model_bad_request", "The model server refused the request as invalid.") from error
         except openai.AuthenticationError as error:
             raise LlmError(
@@ -195,7 +285,7 @@ class OpenAICompatible:
                 "The model server kept answering 'too many requests'; try again later.",
                 retryable=True,
             )
-            failure.wait = _retry_after(error.response.headers)  # type: ignore[attr-defined]
+            failure.wait = _retry_after(error.response.headers)
             raise failure from error
         except openai.APITimeoutError as error:
             raise LlmError(
@@ -221,7 +311,7 @@ class OpenAICompatible:
                 if retryable else "The model server refused the request.",
                 retryable=retryable,
             )
-            failure.wait = _retry_after(error.response.headers)  # type: ignore[attr-defined]
+            failure.wait = _retry_after(error.response.headers)
             raise failure from error
         except (openai.APIError, json.JSONDecodeError) as error:  # an answer the client cannot read (not JSON at all)
             raise LlmError("model_bad_response", "The model server's answer could not be read.") from error
@@ -240,6 +330,14 @@ class OpenAICompatible:
                 calls=1,
             ),
         )
+
+
+@dataclass
+class _Sent:
+    """The requests one ``complete`` sent, and whether its caller gave up on the try in flight."""
+
+    count: int = 0
+    abandoned: bool = False
 
 
 # --- tolerant parsing ----------------------------------------------------------------------

@@ -54,15 +54,38 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The row is the durable record of a job, not its broker message: ``queued_at`` is when its
+    # message was last sent (the sweep sends it again when it is older than a short grace), and a
+    # running job is held by the worker whose ``lease_token`` it carries until ``lease_until``,
+    # which that worker renews while it works. A lapsed lease means the worker died: the sweep
+    # hands the job to another one (``runs`` counts the workers that took it) or fails it.
+    queued_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True, default="")
+    runs = models.PositiveSmallIntegerField(default=0)
 
     objects: TenantScopedManager[Job] = TenantScopedManager()
 
     class Meta:
-        indexes = [models.Index(fields=["tenant", "state"]), models.Index(fields=["tenant", "created_at"])]
+        indexes = [models.Index(fields=["tenant", "state"]), models.Index(fields=["tenant", "created_at"]),
+                   models.Index(fields=["state", "lease_until"])]
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.kind} job {self.pk} ({self.state})"
+
+
+class JobRetry(models.Model):
+    """A retried job is a new start: it counts toward the tenant's jobs per 24 hours (A-3)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="ai_job_retries")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="retries")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects: TenantScopedManager[JobRetry] = TenantScopedManager()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "created_at"])]
 
 
 class TenantModelSettings(models.Model):

@@ -144,6 +144,7 @@ def model_config_for(tenant: Tenant) -> LlmConfig:
         retry_after_max=settings.LOREWEAVE_LLM_RETRY_AFTER_MAX,
         structured=settings.LOREWEAVE_LLM_STRUCTURED,
         trusted=trusted,
+        max_tokens=settings.LOREWEAVE_LLM_MAX_TOKENS,
     )
 
 

@@ -1,12 +1,25 @@
 """AI jobs (A-1..A-3): start, run, cancel, retry and accept.
 
 A job is started by a service that checks the input limit (W-12) and the
-tenant's job quotas (settings; refused with 429), writes the row and, after
-commit, queues ``jobs.job_run`` with ids. The task calls :func:`job_execute`,
-which stores every model answer on the job as it arrives (``chunks``, keyed by
-split chunk or generate attempt) with a conditional update on the running
-state: a retried or redelivered job reads the answers it has instead of asking
-the model again, and a cancel between two calls stops the job at the next one.
+tenant's job quotas (settings; refused with 429 and ``Retry-After``), writes the
+row and, after commit, publishes ``jobs.job_run`` with ids on the bounded
+publish path (``task_publish``; its own queue, ``loreweave.jobs``). The row is
+the durable record: a broker that is down leaves it queued, and the jobs sweep
+(:func:`jobs_sweep`, beat) sends it again.
+
+The task calls :func:`job_execute`, which claims the queued job with a lease
+(``lease_token``/``lease_until``) its worker renews while it works: every write
+is conditional on that lease and the running state, and model calls ask
+whether it still holds every half second, so a cancel abandons the call in
+flight and its retries at once. A worker that dies stops renewing; the sweep
+takes its job over (queued again: the model answers stored on the job,
+``chunks`` keyed by split chunk or generate attempt, are reused) or, after
+``LOREWEAVE_JOB_MAX_RUNS`` workers, fails it with the reason. Every request sent
+to the model, failed ones included, is added to the job's ``usage``.
+
+Retry runs a failed or cancelled job again as a new start (it counts toward the
+quotas) and asks the model again for every answer that was not usable: only
+answers that read as entries are kept.
 
 Drafts are checked against W-12 (``books.limits.entry_fields_check``) before
 they are shown. Accepting writes nothing itself: the chosen entries become a
@@ -16,13 +29,17 @@ those of an import.
 """
 from __future__ import annotations
 
+import logging
 import re
+import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from books import limits
@@ -33,14 +50,29 @@ from books.models import Entry, Profile
 from lore_platform import outbound
 from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
 from jobs import grounding, prompts, selectors, splitter
-from jobs.llm import Completion, LlmClient, LlmConfig, LlmError, NotJson, OpenAICompatible, Usage, parse_json
-from jobs.models import ACTIVE_STATES, FINAL_STATES, Job, JobKind, JobState, TenantModelSettings
+from jobs.llm import (
+    Completion,
+    LlmCancelled,
+    LlmClient,
+    LlmConfig,
+    LlmError,
+    NotJson,
+    OpenAICompatible,
+    Usage,
+    parse_json,
+)
+from jobs.models import ACTIVE_STATES, Job, JobKind, JobRetry, JobState, TenantModelSettings
 from jobs.selectors import model_config_for
+from lore_platform.tasks import task_publish
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 from lore_platform.text import text_clean, text_repair
 
 DETERMINISTIC = "deterministic"
+# What a refusal for "too many jobs at once" tells the caller to wait (seconds): jobs take minutes,
+# a slot frees when one ends; about as often as a page polls a job.
+CONCURRENT_RETRY_AFTER = 30
+logger = logging.getLogger(__name__)
 
 
 class TooManyJobs(DomainError):
@@ -89,14 +121,18 @@ def _quota_check(tenant: Tenant) -> None:
             values={"active": active, "concurrent": concurrent},
             field="jobs",
             rule="A-3",
-            details={"limit": concurrent, "actual": active, "unit": "jobs at once"},
+            details={"limit": concurrent, "actual": active, "unit": "jobs at once",
+                     "retry_after": CONCURRENT_RETRY_AFTER},
         )
     per_day = settings.LOREWEAVE_JOBS_PER_DAY
     since = timezone.now() - timedelta(hours=24)
-    today = jobs.filter(created_at__gt=since).count()
+    # A start is a new job or a retry of one (each asks the model again).
+    started = [*jobs.filter(created_at__gt=since).values_list("created_at", flat=True),
+               *JobRetry.objects.for_tenant(tenant).filter(created_at__gt=since).values_list("created_at", flat=True)]
+    today = len(started)
     if today >= per_day:
-        oldest = jobs.filter(created_at__gt=since).order_by("created_at").values_list("created_at", flat=True).first()
-        retry = int(((oldest or timezone.now()) + timedelta(hours=24) - timezone.now()).total_seconds()) + 1
+        oldest = min(started)
+        retry = int((oldest + timedelta(hours=24) - timezone.now()).total_seconds()) + 1
         raise TooManyJobs(
             "This tenant started {today} AI jobs in the last 24 hours; the limit is {per_day}. "
             "The next one can start in about {minutes} minute(s).",
@@ -120,10 +156,17 @@ def _job_create(actor: Actor, *, kind: str, data: dict[str, Any], model: str) ->
 
 
 def _enqueue(job: Job) -> None:
+    """Publish the job's task after commit on the bounded publish path: a broker that is down costs
+    the request ~100 ms, not a 500, and the row stays queued for the jobs sweep to send again."""
+    Job.objects.for_tenant(job.tenant).filter(pk=job.pk).update(queued_at=timezone.now())
+    tenant_id, job_id = job.tenant_id, job.pk
+    transaction.on_commit(lambda: _publish(tenant_id, job_id), robust=True)
+
+
+def _publish(tenant_id: int, job_id: int) -> bool:
     from jobs.tasks import job_run
 
-    tenant_id, job_id = job.tenant_id, job.pk
-    transaction.on_commit(lambda: job_run.delay(tenant_id, job_id))
+    return task_publish(job_run, tenant_id, job_id)
 
 
 def _text(value: Any, field: str, what: Term) -> str:
@@ -187,7 +230,8 @@ def job_split_start(*, actor: Actor, text: str, book_id: int | None = None) -> J
 
 
 def job_cancel(*, actor: Actor, job: Job) -> Job:
-    """Cancel a queued or running job; a running one stops before its next model call."""
+    """Cancel a queued or running job; a running one abandons its model call within half a second
+    and sends no further request (its worker asks on every poll, see :class:`_Run`)."""
     _write_check(actor)
     changed = Job.objects.for_tenant(job.tenant).filter(pk=job.pk, state__in=ACTIVE_STATES).update(
         state=JobState.CANCELLED, finished_at=timezone.now()
@@ -200,7 +244,8 @@ def job_cancel(*, actor: Actor, job: Job) -> Job:
 
 
 def job_retry(*, actor: Actor, job: Job) -> Job:
-    """Run a failed or cancelled job again; the model answers it already has are reused, not asked again."""
+    """Run a failed or cancelled job again: a new start (the quotas count it) that asks the model again
+    for every answer that was not usable; the usable ones it has are reused, not asked again."""
     _write_check(actor)
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=actor.tenant.pk).first()
@@ -208,85 +253,163 @@ def job_retry(*, actor: Actor, job: Job) -> Job:
         if locked.state not in (JobState.FAILED, JobState.CANCELLED):
             raise Conflict("This job is {state}; only failed or cancelled jobs can be retried.",
                            values={"state": Term(locked.state)}, field="state")
-        jobs = Job.objects.for_tenant(actor.tenant)
-        active = jobs.filter(state__in=ACTIVE_STATES).count()
-        if active >= settings.LOREWEAVE_JOBS_CONCURRENT:
-            _quota_check(actor.tenant)  # raises the concurrency refusal
+        _quota_check(actor.tenant)
+        JobRetry.objects.create(tenant=actor.tenant, job=locked)
         locked.state = JobState.QUEUED
         locked.error = {}
         locked.finished_at = None
-        locked.save(update_fields=["state", "error", "finished_at"])
+        locked.progress = 0
+        locked.runs = 0
+        locked.chunks = {} if locked.kind == JobKind.GENERATE else _usable_chunks(locked)
+        locked.save(update_fields=["state", "error", "finished_at", "progress", "runs", "chunks"])
         _enqueue(locked)
     return locked
+
+
+def _usable_chunks(job: Job) -> dict[str, Any]:
+    """The stored split answers a retry or a takeover may reuse: never one that did not read as entries
+    (a refusal, prose, a wrong schema), nor the re-ask that followed it. A retry of generate keeps none:
+    its attempts are one conversation, and a job that failed had no usable draft in any of them."""
+    if job.error.get("code") == "nothing_found":
+        return {}
+    kept: dict[str, Any] = {}
+    for key, stored in job.chunks.items():
+        if key.endswith("-again"):
+            continue
+        try:
+            _read_entries(stored)
+        except NotJson:
+            continue
+        kept[key] = stored
+    return kept
 
 
 # --- running (the task's body) -------------------------------------------------------------
 
 
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.LOREWEAVE_JOB_LEASE_SECONDS)
+
+
+class _Run:
+    """One worker's hold on a running job: its lease token, and the calls it has paid for.
+
+    Every write is conditional on the job still running under this token, and renews the lease; a
+    job cancelled, or taken over after this worker was thought dead, is written no more.
+    """
+
+    def __init__(self, job: Job, token: str) -> None:
+        self.job = job
+        self.token = token
+        self.usage = Usage.from_dict(job.usage)
+        self._renewed = time.monotonic()
+
+    def mine(self) -> Any:
+        return Job.objects.for_tenant(self.job.tenant).filter(
+            pk=self.job.pk, state=JobState.RUNNING, lease_token=self.token
+        )
+
+    def write(self, **fields: Any) -> bool:
+        """Write ``fields`` and renew the lease, if the job is still this worker's; else False."""
+        updated = self.mine().update(lease_until=timezone.now() + _lease(), **fields)
+        self._renewed = time.monotonic()
+        return bool(updated)
+
+    def cancelled(self) -> bool:
+        """Is the job no longer this worker's to run (cancelled, or taken over)? Model calls ask it every
+        half second while a call or a wait between tries runs; it renews the lease a third of the way
+        through, so a lease lapses only when its worker has stopped."""
+        if time.monotonic() - self._renewed >= settings.LOREWEAVE_JOB_LEASE_SECONDS / 3:
+            return not self.write()
+        return not self.mine().exists()
+
+    def check(self) -> None:
+        if self.cancelled():
+            raise _Cancelled()
+
+    def spent(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+
+    def usage_keep(self) -> None:
+        """A cancelled run's calls still count: written whatever the state, unless another worker holds it."""
+        Job.objects.for_tenant(self.job.tenant).filter(pk=self.job.pk, lease_token=self.token).update(
+            usage=self.usage.as_dict()
+        )
+
+
 def job_execute(*, tenant: int | Tenant, job_id: int, client_for: Callable[[LlmConfig], LlmClient] | None = None) -> str:
-    """Run one job to its end; safe to call again (redelivery, retry): finished jobs are left alone."""
+    """Run one queued job to its end; safe to call again (redelivery, a message sent twice by the sweep):
+    only the worker that claims the queued job runs it, others leave it alone."""
     tenant_obj = tenant if isinstance(tenant, Tenant) else Tenant.objects.get(pk=tenant)
     jobs = Job.objects.for_tenant(tenant_obj)
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    claimed = jobs.filter(pk=job_id, state=JobState.QUEUED).update(
+        state=JobState.RUNNING, started_at=now, lease_until=now + _lease(), lease_token=token, runs=F("runs") + 1
+    )
     job = jobs.filter(pk=job_id).first()
-    if job is None or job.state in FINAL_STATES:
-        return job.state if job else "missing"
-    jobs.filter(pk=job.pk, state=JobState.QUEUED).update(state=JobState.RUNNING, started_at=timezone.now())
-    job.refresh_from_db()
-    if job.state != JobState.RUNNING:
-        return job.state
+    if job is None:
+        return "missing"
+    if not claimed:
+        return job.state  # finished, or running under another worker's lease (the sweep watches it)
+    run = _Run(job, token)
     client_for = client_for or llm_client_for
     try:
         if job.kind == JobKind.GENERATE:
-            draft, warnings = _generate(job, client_for)
+            draft, warnings = _generate(run, client_for)
         else:
-            draft, warnings = _split(job, client_for)
+            draft, warnings = _split(run, client_for)
     except _Cancelled:
-        return JobState.CANCELLED
+        run.usage_keep()
+        return _state_of(job)
+    except LlmCancelled as error:
+        run.spent(error.usage)
+        run.usage_keep()
+        return _state_of(job)
     except LlmError as error:
-        return _finish(job, JobState.FAILED, error={"code": error.code, "message": error.message})
+        run.spent(error.usage)
+        return _finish(run, JobState.FAILED, error={"code": error.code, "message": error.message})
     except _JobFailed as error:
-        return _finish(job, JobState.FAILED, error={"code": error.code, "message": error.message})
-    return _finish(job, JobState.DONE, draft=draft, warnings=warnings)
+        return _finish(run, JobState.FAILED, error={"code": error.code, "message": error.message})
+    return _finish(run, JobState.DONE, draft=draft, warnings=warnings)
 
 
-def _finish(job: Job, state: str, **fields: Any) -> str:
+def _state_of(job: Job) -> str:
+    return Job.objects.for_tenant(job.tenant).filter(pk=job.pk).values_list("state", flat=True).first() or "missing"
+
+
+def _finish(run: _Run, state: str, **fields: Any) -> str:
     fields.setdefault("error", {})
-    updated = Job.objects.for_tenant(job.tenant).filter(pk=job.pk, state=JobState.RUNNING).update(
+    job = run.job
+    # The lease ends with the job: a final state holds no slot and nothing for the sweep.
+    updated = run.mine().update(
         state=state, progress=100 if state == JobState.DONE else job.progress, finished_at=timezone.now(),
-        usage=_usage(job.chunks).as_dict(), **fields,
+        usage=run.usage.as_dict(), lease_until=None, **fields,
     )
-    return state if updated else JobState.CANCELLED
+    if not updated:
+        run.usage_keep()
+        return _state_of(job)
+    return state
 
 
-def _usage(chunks: Mapping[str, Any]) -> Usage:
-    total = Usage()
-    for stored in chunks.values():
-        total = total + Usage.from_dict(stored.get("usage"))
-    return total
-
-
-def _ask(job: Job, client: LlmClient, key: str, messages: list[dict[str, str]], *, progress: int) -> dict[str, Any]:
+def _ask(run: _Run, client: LlmClient, key: str, messages: list[dict[str, str]], *, progress: int) -> dict[str, Any]:
     """The model's answer for ``key``: the stored one, else asked now and stored (unless the job was cancelled)."""
+    job = run.job
     stored = job.chunks.get(key)
     if stored is not None:
         return dict(stored)
-    completion: Completion = client.complete(messages, schema=prompts.ENTRIES_SCHEMA, schema_name="entries")
+    completion: Completion = client.complete(messages, schema=prompts.ENTRIES_SCHEMA, schema_name="entries",
+                                             cancelled=run.cancelled)
+    run.spent(completion.usage)
     # What the model said is no caller's input to refuse: NUL or a lone surrogate in it is repaired
     # (U+FFFD), so the draft can be stored (PostgreSQL's jsonb takes neither) and accepted.
-    stored = {"text": text_clean(completion.text), "finish_reason": completion.finish_reason, "usage": completion.usage.as_dict()}
+    stored = {"text": text_clean(completion.text), "finish_reason": completion.finish_reason,
+              "usage": completion.usage.as_dict()}
     job.chunks = {**job.chunks, key: stored}
     job.progress = min(99, progress)
-    updated = Job.objects.for_tenant(job.tenant).filter(pk=job.pk, state=JobState.RUNNING).update(
-        chunks=job.chunks, progress=job.progress, usage=_usage(job.chunks).as_dict()
-    )
-    if not updated:
+    if not run.write(chunks=job.chunks, progress=job.progress, usage=run.usage.as_dict()):
         raise _Cancelled()
     return stored
-
-
-def _cancelled_check(job: Job) -> None:
-    if not Job.objects.for_tenant(job.tenant).filter(pk=job.pk, state=JobState.RUNNING).exists():
-        raise _Cancelled()
 
 
 def draft_entry_check(raw: Any, index: int) -> tuple[dict[str, Any] | None, str | None]:
@@ -395,7 +518,8 @@ def _canon_few(entries: list[dict[str, Any]]) -> list[str]:
     return []
 
 
-def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list[dict[str, Any]], list[str]]:
+def _generate(run: _Run, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list[dict[str, Any]], list[str]]:
+    job = run.job
     config = model_config_for(job.tenant)
     if not config.configured:
         raise _JobFailed("no_model_configured", "No model is configured, so Generate with AI cannot run (A-3).")
@@ -408,7 +532,7 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
     best: tuple[list[dict[str, Any]], list[str]] | None = None
     problems: list[str] = []
     for attempt in range(attempts):
-        stored = _ask(job, client, f"attempt-{attempt}", messages, progress=int(90 * (attempt + 1) / attempts))
+        stored = _ask(run, client, f"attempt-{attempt}", messages, progress=int(90 * (attempt + 1) / attempts))
         problems = []
         entries: list[dict[str, Any]] = []
         remarks: list[str] = []
@@ -443,7 +567,7 @@ def _generate(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[l
             kept = [p for p in problems if p not in {f[len("flagged: "):] for f in flagged}]
             best = (entries, [*remarks, *kept, *flagged, *cut])
             break
-        _cancelled_check(job)
+        run.check()
         messages = [*messages, {"role": "assistant", "content": stored.get("text") or ""},
                     {"role": "user", "content": prompts.generate_feedback(problems, low=low, high=high)}]
     if best is None:
@@ -498,7 +622,8 @@ def _merge(drafts: list[dict[str, Any]], entry: dict[str, Any]) -> bool:
     return True
 
 
-def _split(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list[dict[str, Any]], list[str]]:
+def _split(run: _Run, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list[dict[str, Any]], list[str]]:
+    job = run.job
     text = job.input["text"]
     if job.model == DETERMINISTIC:
         found = splitter.split_text(text)
@@ -508,7 +633,7 @@ def _split(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list
         if not drafts:
             raise _JobFailed("nothing_found", "No entries were found: each topic needs a title and at least 20 "
                                               "characters of lore (W-12).")
-        _cancelled_check(job)
+        run.check()
         return drafts, []
     config = model_config_for(job.tenant)
     if not config.configured:
@@ -519,14 +644,14 @@ def _split(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list
     warnings: list[str] = []
     for n, chunk in enumerate(chunks):
         base = prompts.split_messages(chunk, part=n + 1, parts=len(chunks))
-        stored = _ask(job, client, f"chunk-{n}", base, progress=int(100 * (n + 1) / len(chunks)))
+        stored = _ask(run, client, f"chunk-{n}", base, progress=int(100 * (n + 1) / len(chunks)))
         try:
             items, remarks = _read_entries(stored)
         except NotJson:
             # One bounded re-ask for this chunk, stored under its own key.
             again = [*base, {"role": "assistant", "content": stored.get("text") or ""},
                      {"role": "user", "content": prompts.JSON_ONLY}]
-            stored = _ask(job, client, f"chunk-{n}-again", again, progress=int(100 * (n + 1) / len(chunks)))
+            stored = _ask(run, client, f"chunk-{n}-again", again, progress=int(100 * (n + 1) / len(chunks)))
             try:
                 items, remarks = _read_entries(stored)
             except NotJson as error:
@@ -544,6 +669,58 @@ def _split(job: Job, client_for: Callable[[LlmConfig], LlmClient]) -> tuple[list
     if not drafts:
         raise _JobFailed("nothing_found", "The model found no entries in these notes.")
     return drafts, [*warnings, *grounding.draft_ground(drafts, text)]
+
+
+# --- the sweep (beat, every 15 s; and once when a worker starts) ---------------------------------
+
+
+def jobs_sweep(*, now: Any = None) -> dict[str, int]:
+    """Jobs nobody is working on: a queued job whose message was sent over
+    ``LOREWEAVE_JOB_REQUEUE_SECONDS`` ago is sent again (a broker outage, a lost message); a running job
+    whose lease lapsed (its worker died) is queued again for another worker (the answers it stored
+    are reused), or failed with the reason once ``LOREWEAVE_JOB_MAX_RUNS`` workers have stopped on it.
+    Sending a job twice is harmless: only one worker claims it. Returns the counts."""
+    now = now or timezone.now()
+    counts = {"requeued": 0, "taken_over": 0, "failed": 0}
+    # The sweep serves every tenant: its two reads start unscoped; every write is the job's tenant's.
+    lapsed = (
+        Job.objects.unscoped()
+        .filter(state=JobState.RUNNING)
+        .filter(Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - _lease())
+                | Q(lease_until__isnull=True, started_at__isnull=True))
+        .only("pk", "tenant_id", "kind", "chunks", "error", "lease_token", "lease_until", "runs")
+    )
+    for job in list(lapsed):
+        pk, tenant_id, token, lease_until, runs = job.pk, job.tenant_id, job.lease_token, job.lease_until, job.runs
+        held = Job.objects.for_tenant(tenant_id).filter(pk=pk, state=JobState.RUNNING, lease_token=token,
+                                                        lease_until=lease_until)
+        if runs >= settings.LOREWEAVE_JOB_MAX_RUNS:
+            message = (f"The worker running this job stopped before it finished ({runs} time(s)); "
+                       "retry it to run it again.")
+            if held.update(state=JobState.FAILED, finished_at=now, lease_until=None,
+                           error={"code": "worker_lost", "message": message}):
+                counts["failed"] += 1
+                logger.warning("job %s failed: its worker stopped %s time(s)", pk, runs)
+        elif held.update(state=JobState.QUEUED, lease_until=None, queued_at=now,
+                         # The next worker reuses the answers stored, the valid ones only (a generate
+                         # job's attempts are one conversation: kept as they are).
+                         chunks=job.chunks if job.kind == JobKind.GENERATE else _usable_chunks(job)):
+            counts["taken_over"] += 1
+            logger.warning("job %s: its worker stopped (lease lapsed); queued for another", pk)
+            _publish(tenant_id, pk)
+    stale = now - timedelta(seconds=settings.LOREWEAVE_JOB_REQUEUE_SECONDS)
+    waiting = (
+        Job.objects.unscoped()
+        .filter(state=JobState.QUEUED)
+        .filter(Q(queued_at__lt=stale) | Q(queued_at__isnull=True, created_at__lt=stale))
+        .values_list("pk", "tenant_id")
+    )
+    for pk, tenant_id in list(waiting):
+        # Marked first: the message may run at once (eager), and a broker still down is tried next grace.
+        if Job.objects.for_tenant(tenant_id).filter(pk=pk, state=JobState.QUEUED).update(queued_at=now):
+            counts["requeued"] += 1
+            _publish(tenant_id, pk)
+    return counts
 
 
 # --- accepting ------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ class GenerateView(TenantAPIView):
         request=GenerateIn, responses={202: JobOut, **START_ERRORS},
         summary="Generate a book with AI (A-1): a description → a draft of 4–16 entries",
         description="Needs a model (409 `no_model_configured`, A-3). 429 `too_many_jobs` past the tenant's "
-        "concurrent or daily job limit. Poll the job; accept its draft with `POST /jobs/{id}/accept`.",
+        "concurrent or daily job limit, with `Retry-After`. Poll the job; accept its draft with "
+        "`POST /jobs/{id}/accept`.",
     )
     def post(self, request: Request) -> Response:
         data = _parse(GenerateIn, request.data)
@@ -110,7 +111,8 @@ class JobCancelView(TenantAPIView):
 @extend_schema(tags=["jobs"])
 class JobRetryView(TenantAPIView):
     @extend_schema(request=None, responses={202: JobOut, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 429: ERROR},
-                   summary="Run a failed or cancelled job again (model answers it has are not asked again)")
+                   summary="Run a failed or cancelled job again: a new start (429 with Retry-After past the "
+                   "quotas) that reuses the usable model answers it has and asks again for the rest")
     def post(self, request: Request, job_id: int) -> Response:
         job = services.job_retry(actor=self.actor, job=selectors.access_job(self.actor, job_id))
         job.refresh_from_db()

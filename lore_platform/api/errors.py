@@ -46,9 +46,10 @@ def error_response(status_code: int, body: dict[str, Any], headers: dict[str, st
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
-        retry_after = getattr(exc, "retry_after", None)  # TooManyAttempts: when to try again
-        return error_response(exc.status, exc.as_dict(),
-                              headers={"Retry-After": str(retry_after)} if retry_after else None)
+        # A refusal that knows when to come back (a lockout, a quota's 429) says it in the standard header.
+        retry_after = getattr(exc, "retry_after", None) or exc.details.get("retry_after")
+        headers = {"Retry-After": str(max(1, int(retry_after)))} if isinstance(retry_after, (int, float)) else None
+        return error_response(exc.status, exc.as_dict(), headers)
     if isinstance(exc, Http404):
         return error_response(status.HTTP_404_NOT_FOUND, {"code": "not_found", "message": "Not found."})
     if isinstance(exc, BodyRefused):

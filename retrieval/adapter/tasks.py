@@ -53,8 +53,12 @@ def reindex_book(tenant_id: int, book_id: int) -> dict[str, int]:
 
 
 @shared_task(name="retrieval.index_pending_sweep", **TASK_RETRY)
-def index_pending_sweep() -> int:
-    """Periodic safety net (celery beat): schedule entries left pending or stale."""
-    from retrieval.adapter.indexing import entries_pending_sweep
+def index_pending_sweep(grace_seconds: float | None = None) -> int:
+    """Periodic safety net (celery beat): schedule entries left pending or stale. A worker whose consumer
+    connects or reconnects sends it with no grace (config.celery): what a dead worker or a broker outage
+    left pending is indexed at once."""
+    from datetime import timedelta
 
-    return entries_pending_sweep()
+    from retrieval.adapter.indexing import SWEEP_GRACE, entries_pending_sweep
+
+    return entries_pending_sweep(grace=SWEEP_GRACE if grace_seconds is None else timedelta(seconds=grace_seconds))

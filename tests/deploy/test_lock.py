@@ -78,9 +78,9 @@ def test_every_install_reads_the_lock_and_ignores_no_failure():
 def test_production_md_lists_the_commands_compose_and_the_test_run():
     doc = (REPO / "deploy" / "PRODUCTION.md").read_text()
     services = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())["services"]
-    for name in ("migrate", "web", "worker", "beat"):
+    for name in ("migrate", "web", "worker", "jobs-worker", "beat"):
         command = " ".join(services[name]["command"])
         assert f"    {command}\n" in doc, f"deploy/PRODUCTION.md does not list the {name} command: {command}"
-    for unit in ("web", "worker"):
+    for unit in ("web", "worker", "jobs-worker"):
         text = (REPO / "deploy" / "systemd" / f"loreweave-{unit}.service").read_text()
         assert "/opt/loreweave/.venv/bin/" + " ".join(services[unit]["command"]) in text

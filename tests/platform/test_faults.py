@@ -44,6 +44,13 @@ def test_a_worker_killed_mid_import_is_recovered_by_the_sweep():
     assert result["indexed_once"] == result["entries"]
 
 
+def test_an_ai_job_whose_worker_is_killed_mid_call_finishes_within_a_minute():
+    """Issue 33: the lease lapses, beat's jobs sweep hands the job to the new worker."""
+    result = _run("job")[0]
+    assert result["state"] == "done" and result["recovery_s"] <= 60 and result["runs"] == 2
+    assert result["duplicates"] == 0 and result["slots_held"] == 0
+
+
 def test_postgres_down_answers_503_json_fast_and_recovers():
     _, down, back, _ = _run("postgres")
     assert down["statuses"] == [503] and down["json"] and down["context"]["max_ms"] < 1000

@@ -243,6 +243,18 @@ def test_sweep_picks_up_entries_left_pending(entries):
     assert entries_pending_sweep() == 0
 
 
+def test_a_worker_that_starts_indexes_what_a_dead_worker_left_pending_at_once(entries):
+    """Issue 33: entries a killed worker or an outage left pending are indexed as soon as a worker is
+    back, or the broker (its consumer's catch-up sweep, no grace), not at the beat's sweep after the
+    2-minute grace."""
+    from config.celery import _catch_up, _CatchUpOnConnect, app
+
+    assert _CatchUpOnConnect in app.steps["consumer"]  # run on every (re)connection of a worker's consumer
+    assert entries_needing_index(entries[0].tenant) == []  # fresh: the beat's sweep would leave them
+    _catch_up()
+    assert all(_state(e) == IndexingState.INDEXED for e in entries)
+
+
 # --- disabled entries (W-6) -------------------------------------------------------------------
 
 

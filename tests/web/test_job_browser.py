@@ -50,7 +50,8 @@ def sign_in(visitor: Visitor, email: str) -> Any:
 def test_split_notes_watch_progress_review_and_accept_into_a_new_book(browser, live_server, tenant_a,
                                                                        tenant_b, no_model, monkeypatch):
     held: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(tasks.job_run, "delay", lambda *args: held.append(args))
+    # The publish path (lore_platform.tasks.task_publish) sends it with apply_async: held for the worker.
+    monkeypatch.setattr(tasks.job_run, "apply_async", lambda args=(), **options: held.append(tuple(args)))
     with_password(tenant_a.member)
     ana = Visitor(browser, live_server.url, "en-GB", "jobs")
     page = sign_in(ana, tenant_a.member.email)
@@ -199,9 +200,9 @@ def test_on_the_embedded_default_a_real_worker_finishes_the_job_while_the_page_w
         page.wait_for_timeout(2_000)
         assert page.get_by_role("progressbar").get_attribute("aria-valuenow") == "0"
         assert "Queued" in page.get_by_test_id("job-state").inner_text()  # no worker yet: it waits
-        worker = subprocess.Popen(
+        worker = subprocess.Popen(  # make run's jobs worker: AI jobs have their own queue (issue 33)
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
-             "--concurrency=1", "-Q", "loreweave", "--loglevel=WARNING"],
+             "--concurrency=1", "-Q", "loreweave.jobs", "--loglevel=WARNING"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         page.wait_for_selector('#job[data-state="done"]', timeout=120_000)
