@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Q
 
 from jobs.llm import LlmConfig
-from jobs.models import Job, TenantModelSettings
+from jobs.models import Job, JobState, TenantModelSettings
 from lore_platform import outbound
 from lore_platform.errors import NotFound
 from lore_platform.tenancy.actor import Actor
@@ -170,3 +172,27 @@ def model_settings_describe(tenant: Tenant) -> dict[str, Any]:
         "endpoints": [{"name": e.name, "model": e.model} for e in operator_endpoints().values()],
         "tenant_endpoints": bool(settings.MODEL_TENANT_ENDPOINTS),
     }
+
+
+# --- the jobs sweep's reads: across tenants on purpose (every write after them is the job's tenant's) ---
+
+
+def jobs_lease_lapsed(*, now: datetime, lease: timedelta) -> list[Job]:
+    """Running jobs whose worker stopped renewing its lease (or never took one)."""
+    return list(
+        Job.objects.unscoped()
+        .filter(state=JobState.RUNNING)
+        .filter(Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - lease)
+                | Q(lease_until__isnull=True, started_at__isnull=True))
+        .only("pk", "tenant_id", "kind", "chunks", "error", "lease_token", "lease_until", "runs")
+    )
+
+
+def jobs_queued_before(stale: datetime) -> list[tuple[int, int]]:
+    """(job id, tenant id) of queued jobs whose message went out before ``stale`` (or never did)."""
+    return list(
+        Job.objects.unscoped()
+        .filter(state=JobState.QUEUED)
+        .filter(Q(queued_at__lt=stale) | Q(queued_at__isnull=True, created_at__lt=stale))
+        .values_list("pk", "tenant_id")
+    )

@@ -39,7 +39,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from books import limits
@@ -683,14 +683,7 @@ def jobs_sweep(*, now: Any = None) -> dict[str, int]:
     now = now or timezone.now()
     counts = {"requeued": 0, "taken_over": 0, "failed": 0}
     # The sweep serves every tenant: its two reads start unscoped; every write is the job's tenant's.
-    lapsed = (
-        Job.objects.unscoped()
-        .filter(state=JobState.RUNNING)
-        .filter(Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - _lease())
-                | Q(lease_until__isnull=True, started_at__isnull=True))
-        .only("pk", "tenant_id", "kind", "chunks", "error", "lease_token", "lease_until", "runs")
-    )
-    for job in list(lapsed):
+    for job in selectors.jobs_lease_lapsed(now=now, lease=_lease()):
         pk, tenant_id, token, lease_until, runs = job.pk, job.tenant_id, job.lease_token, job.lease_until, job.runs
         held = Job.objects.for_tenant(tenant_id).filter(pk=pk, state=JobState.RUNNING, lease_token=token,
                                                         lease_until=lease_until)
@@ -709,13 +702,7 @@ def jobs_sweep(*, now: Any = None) -> dict[str, int]:
             logger.warning("job %s: its worker stopped (lease lapsed); queued for another", pk)
             _publish(tenant_id, pk)
     stale = now - timedelta(seconds=settings.LOREWEAVE_JOB_REQUEUE_SECONDS)
-    waiting = (
-        Job.objects.unscoped()
-        .filter(state=JobState.QUEUED)
-        .filter(Q(queued_at__lt=stale) | Q(queued_at__isnull=True, created_at__lt=stale))
-        .values_list("pk", "tenant_id")
-    )
-    for pk, tenant_id in list(waiting):
+    for pk, tenant_id in selectors.jobs_queued_before(stale):
         # Marked first: the message may run at once (eager), and a broker still down is tried next grace.
         if Job.objects.for_tenant(tenant_id).filter(pk=pk, state=JobState.QUEUED).update(queued_at=now):
             counts["requeued"] += 1

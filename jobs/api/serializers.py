@@ -6,6 +6,7 @@ from typing import Any
 from rest_framework import serializers
 
 from jobs.models import Job, JobKind, JobState
+from lore_platform.api.inputs import StrictInput
 
 
 class GenerateIn(serializers.Serializer):
@@ -21,7 +22,7 @@ class SplitIn(serializers.Serializer):
     text = serializers.CharField(trim_whitespace=False, help_text="Notes, ≤40,000 characters (W-12, A-2).")
 
 
-class DraftEntry(serializers.Serializer):
+class DraftEntry(StrictInput):
     title = serializers.CharField(trim_whitespace=False, help_text="2–100 characters (W-12).")
     lore = serializers.CharField(trim_whitespace=False, help_text="20–20,000 characters (W-12).")
     aliases = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False, default=list)
@@ -33,7 +34,7 @@ class DraftEntry(serializers.Serializer):
                   "`entries` to keep it.")
 
 
-class AcceptIn(serializers.Serializer):
+class AcceptIn(StrictInput):
     entries = DraftEntry(many=True, required=False,
                          help_text="The entries kept (edited, unticked ones left out); omitted = the whole draft.")
     book = serializers.IntegerField(required=False, allow_null=True, help_text="Into this book; omitted = a new book.")

@@ -19,8 +19,8 @@ STRICT_REQUEST_COMPONENTS: set[str] = set()
 class StrictInput(serializers.Serializer):  # type: ignore[type-arg]
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        name = cls.__name__.removesuffix("Serializer")
-        STRICT_REQUEST_COMPONENTS.update({name, f"{name}Request"})
+        # The request component only: a serializer also used for answers keeps its response schema open.
+        STRICT_REQUEST_COMPONENTS.add(f"{cls.__name__.removesuffix('Serializer')}Request")
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):

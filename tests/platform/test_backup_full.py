@@ -200,6 +200,7 @@ def _canon(value: Any, idents: dict[str, dict[Any, str]]) -> Any:
 
 SKIP = {"id", "tenant", "created_at", "updated_at", "decided_at", "started_at", "finished_at", "last_used_at",
         "usage_recorded_at", "version", "chunks",
+        "queued_at", "lease_until", "lease_token", "runs",  # a job's run bookkeeping: a backup keeps ended jobs only
         "api_key"}  # never in a backup (asserted blank below); chunks: the model answers behind a retry (not kept)
 
 
