@@ -231,15 +231,8 @@ def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
     entries, kept = _kept_entries(rows)
     into_existing = review["target"] == "existing"
     try:
-        if job.state != JobState.DONE:
-            services.job_accept(actor=actor, job=job)  # refuses with the job's state (409)
-        if into_existing and not review["book"]:
+        if into_existing and not review["book"]:  # the form's own choice, read before the service runs
             raise ValidationFailed(_("Choose the book the entries go into."), field="book")
-        if review["mode"] not in ("append", "replace"):
-            raise ValidationFailed(_("Choose append or replace."), field="mode")
-        if not entries:
-            raise ValidationFailed(_("Tick at least one entry to accept, or leave the draft as it is."),
-                                   field="entries")
         receipt = services.job_accept(actor=actor, job=job, entries=entries,
                                       book=review["book"] if into_existing else None,
                                       title=review["title"], mode=review["mode"])
