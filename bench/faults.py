@@ -762,16 +762,14 @@ class SlowClients:
 PROBE_DEADLINE_S = 2.0
 
 
-def mode_slow(services: Services, args: argparse.Namespace) -> list[str]:
-    attack_s = 15 if args.short else 60
-    stack = WebStack(services.root, proxy=not args.no_proxy)
-    stack.start()
+def slow_check(stack: WebStack, *, attack_s: float) -> list[str]:
+    """50 slow connections against a running stack while probes run for ``attack_s`` seconds."""
     attack = SlowClients(stack.port, count=50, interval=5.0)
     results: list[tuple[float, int]] = []
     held: list[int] = []
+    baseline = [probe(stack.port, timeout=5.0) for _ in range(5)]
+    attack.start()
     try:
-        baseline = [probe(stack.port, timeout=5.0) for _ in range(5)]
-        attack.start()
         time.sleep(1.0)  # every slow connection open and holding what it can
         ends = time.monotonic() + attack_s
         while time.monotonic() < ends:
@@ -780,7 +778,6 @@ def mode_slow(services: Services, args: argparse.Namespace) -> list[str]:
             time.sleep(0.25)
     finally:
         attack.stop()
-        stack.stop()
     met = [elapsed for elapsed, status in results if status == 200 and elapsed <= PROBE_DEADLINE_S]
     missed = len(results) - len(met)
     emit(mode="slow", topology="nginx + gunicorn" if stack.proxy else "gunicorn alone",
@@ -790,13 +787,22 @@ def mode_slow(services: Services, args: argparse.Namespace) -> list[str]:
          slow_open_min=min(held, default=0), reconnects=attack.reconnects)
     failures = []
     if len(results) < 10:
-        failures.append(f"only {len(results)} probes in {attack_s} s")
+        failures.append(f"only {len(results)} probes in {attack_s:.0f} s")
     if missed:
         failures.append(f"{missed} of {len(results)} probes not answered 200 within {PROBE_DEADLINE_S:.0f} s "
                         "while 50 slow clients were connected")
     if min(held, default=0) < attack.count * 0.8:
         failures.append(f"the slow clients did not stay connected (at least {min(held, default=0)} open)")
     return failures
+
+
+def mode_slow(services: Services, args: argparse.Namespace) -> list[str]:
+    stack = WebStack(services.root, proxy=not args.no_proxy)
+    stack.start()
+    try:
+        return slow_check(stack, attack_s=15 if args.short else 60)
+    finally:
+        stack.stop()
 
 
 MODES = {"redis": mode_redis, "worker": mode_worker, "job": mode_job, "postgres": mode_postgres, "soak": mode_soak,
