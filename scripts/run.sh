@@ -31,12 +31,12 @@ trap 'kill "${stop[@]}" 2>/dev/null; wait "${stop[@]}" 2>/dev/null' EXIT INT TER
 # is written under var/nginx (pid, temp files and logs there too: no root paths), around the server
 # part production uses (deploy/nginx/loreweave-proxy.conf). Without nginx, gunicorn serves clients
 # directly with keep-alive threads, and says so.
-NGINX="$(command -v nginx || true)"
-[ -n "$NGINX" ] || { [ -x /usr/sbin/nginx ] && NGINX=/usr/sbin/nginx; } || true
+# NGINX names the binary; set it empty (`NGINX= make run`) to serve with gunicorn alone.
+NGINX="${NGINX-$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)}"
 if [ -n "$NGINX" ]; then
   WEB_PORT="${WEB_PORT:-$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
   conf="$(bash deploy/nginx/local-conf.sh var/nginx "$HOST:$PORT" "127.0.0.1:$WEB_PORT")"
-  "$NGINX" -p var/nginx -c "$conf" -e var/nginx/logs/error.log &
+  "$NGINX" -p "$PWD/var/nginx" -c "$conf" -e "$PWD/var/nginx/logs/error.log" &
   proxy=$!
   stop+=("$proxy")
   sleep 0.5
@@ -45,7 +45,7 @@ if [ -n "$NGINX" ]; then
   export CLIENT_ADDRESS_PROXIES=1
   bind="127.0.0.1:$WEB_PORT"
 else
-  echo "run: WARNING: nginx is not installed (scripts/setup.sh installs it when run as root): gunicorn serves" \
+  echo "run: WARNING: no nginx (scripts/setup.sh installs it when run as root): gunicorn serves" \
        "clients directly, and slow clients can tie up its threads" >&2
   export GUNICORN_WORKER_CLASS="${GUNICORN_WORKER_CLASS:-gthread}"
   bind="$HOST:$PORT"
