@@ -2,6 +2,7 @@
 import json
 import multiprocessing
 import os
+import socket
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # The context call is CPU-bound Python: threads would share one interpreter lock,
@@ -75,7 +76,8 @@ _GUNICORN_ERRORS = {
 }
 
 
-def _write_json_error(sock, status_int, reason, mesg):  # noqa: ANN001, ANN201, ARG001 (gunicorn's signature)
+def _write_json_error(sock: "socket.socket", status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn.util.write_error's signature; ``mesg`` (which quotes the request) is left out on purpose."""
     from gunicorn import util
 
     code, message = _GUNICORN_ERRORS.get(status_int, ("bad_request", "The request could not be read."))
