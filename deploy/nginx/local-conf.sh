@@ -14,6 +14,10 @@ mkdir -p "$dir/tmp" "$dir/logs"
 {
   echo "# Written by deploy/nginx/local-conf.sh; rewritten at every start."
   echo "daemon off;"
+  # Started by root (make run as root), nginx would run its workers as nobody, who may not enter the
+  # checkout (a home folder) to write request bodies under DIR/tmp: run them as the user who started it,
+  # as gunicorn and the Celery workers beside it run.
+  [ "$(id -u)" = 0 ] && echo "user root;"
   echo "worker_processes 1;"
   echo "pid $dir/nginx.pid;"
   echo "error_log $dir/logs/error.log warn;"
