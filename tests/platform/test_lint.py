@@ -5,11 +5,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from django.db import connection
+
 REPO = Path(__file__).resolve().parents[2]
 LINTED = ["config", "web", "backup", "cast", "jobs", "sharing", "retrieval", "books", "lore_platform", "bench",
           "tests", "manage.py"]
 
 
+@pytest.mark.skipif(connection.vendor == "postgresql",
+                    reason="static check: runs once, in the SQLite pass")
 def test_ruff_finds_nothing():
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", *LINTED],
