@@ -47,8 +47,6 @@ from books.access import access_book
 from books.formats import ImportedBook, ImportedEntry, normalise_text
 from books.imports import book_import_into, book_import_new
 from books.models import Entry, Profile
-from lore_platform import outbound
-from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
 from jobs import grounding, prompts, selectors, splitter
 from jobs.llm import (
     Completion,
@@ -63,6 +61,8 @@ from jobs.llm import (
 )
 from jobs.models import ACTIVE_STATES, Job, JobKind, JobRetry, JobState, TenantModelSettings
 from jobs.selectors import model_config_for
+from lore_platform import outbound
+from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
 from lore_platform.tasks import task_publish
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant

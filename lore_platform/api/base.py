@@ -5,6 +5,7 @@ Subclasses narrow ``scoped_queryset`` (always starting from
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -22,7 +23,7 @@ def _sealed(cls: type, base: type) -> None:
 
 
 class TenantAPIMixin:
-    permission_classes = [IsTenantActor]
+    permission_classes: Sequence[Any] = [IsTenantActor]
     # Scope an unsafe method needs; read-only POSTs (previews, stateless context) lower it.
     required_scope = "write"
     request: Any
@@ -38,7 +39,7 @@ class TenantAPIView(TenantAPIMixin, APIView):
     pass
 
 
-class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):  # type: ignore[type-arg]
+class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _sealed(cls, TenantGenericAPIView)
@@ -50,7 +51,7 @@ class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):  # type: ig
         return self.scoped_queryset(self.actor)
 
 
-class TenantViewSet(TenantAPIMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class TenantViewSet(TenantAPIMixin, viewsets.GenericViewSet):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _sealed(cls, TenantViewSet)
