@@ -425,7 +425,9 @@ async function init() {
     eventSource.on(eventTypes.WORLDINFO_ENTRIES_LOADED, onEntriesLoaded);
     eventSource.on(eventTypes.GENERATION_STOPPED, onGenerationStopped);
     eventSource.on(eventTypes.GENERATION_ENDED, clearPending);
-    eventSource.on(eventTypes.CHAT_CHANGED, () => { clearPending(); refreshCharacterFields(); });
+    eventSource.on(eventTypes.CHAT_CHANGED, () => { clearPending(); setTimeout(refreshCharacterFields, 0); });
+    // The panel always shows the character on screen, whenever it is opened.
+    document.querySelector('#loreweave_settings .inline-drawer-toggle').addEventListener('click', refreshCharacterFields);
     refreshCharacterFields();
 }
 
