@@ -194,7 +194,11 @@ function contextBody(chat, contextSize, type, character) {
     const c = ctx();
     const fields = c.getCharacterCardFields();
     const persona = String(c.powerUserSettings?.persona_description || '');
-    const messages = chat
+    // SillyTavern takes the reply being swiped out of the chat before the interceptor runs; Loreweave
+    // expects it (and leaves it out of the scan itself), so it goes back at the end.
+    const swiped = type === 'swipe' ? c.chat.at(-1) : null;
+    const source = swiped && chat.at(-1) !== swiped ? [...chat, swiped] : chat;
+    const messages = source
         .filter(message => message && !message.is_system && typeof message.mes === 'string')
         .map(message => ({
             role: message.is_user ? 'user' : 'assistant',

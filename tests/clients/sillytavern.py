@@ -15,8 +15,10 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,11 +78,16 @@ def node_modules() -> Path:
     return target / "node_modules"
 
 
-def install_extension(root: Path, source: Path = EXTENSION) -> Path:
-    """As a user installs it by hand: the folder under public/scripts/extensions/third-party/."""
-    target = root / "public" / "scripts" / "extensions" / "third-party" / EXTENSION_FOLDER
-    shutil.copytree(source, target)
-    return target
+def install_extension(root: Path, workdir: Path) -> Path:
+    """As a user installs it by hand: `make sillytavern-extension`'s zip unpacked into
+    public/scripts/extensions/third-party/ (its one folder, loreweave/)."""
+    archive = subprocess.run([sys.executable, str(REPO / "scripts" / "build-sillytavern-extension.py"),
+                              str(workdir / "loreweave-sillytavern.zip")], check=True, capture_output=True, text=True)
+    assert archive.returncode == 0
+    third_party = root / "public" / "scripts" / "extensions" / "third-party"
+    with zipfile.ZipFile(workdir / "loreweave-sillytavern.zip") as zipped:
+        zipped.extractall(third_party)
+    return third_party / EXTENSION_FOLDER
 
 
 @contextmanager
@@ -90,7 +97,7 @@ def sillytavern(workdir: Path) -> Iterator[SillyTavern]:
     (root / "node_modules").symlink_to(node_modules(), target_is_directory=True)
     port = _free_port()
     (root / "config.yaml").write_text(configure((PEER / "default" / "config.yaml").read_text(), port))
-    install_extension(root)
+    install_extension(root, workdir)
     # SillyTavern keeps its compiled bundle in dist/_webpack inside a container, else data/_webpack.
     webpack_cache = CACHE / f"webpack-{_lock_hash()}"
     bundles = ("dist/_webpack", "data/_webpack")

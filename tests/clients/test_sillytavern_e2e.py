@@ -4,7 +4,8 @@ The real SillyTavern (../shared/peers, copied, `npm ci`, `node server.js`) with 
 installed, a local OpenAI-compatible model server that records every prompt, and Loreweave live on
 its embedded default with a SillyTavern World Info book and SillyTavern's origin allowed. Chatting
 in SillyTavern, the prompt the model receives holds the book's lore where SillyTavern puts World
-Info (before and after the character definitions, at depth), Loreweave logs each turn, and a
+Info (before and after the character definitions, at depth) for a normal turn, a continue and a
+swipe, Loreweave logs each turn, the panel says when the origin is not allowed or the key is wrong, and a
 stopped Loreweave leaves the chat working with one toast saying why.
 
 Marked `contract`: it starts its own servers, so it runs once, in the first pass.
@@ -91,7 +92,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         outer.callback(loreweave_stack.close)
         live = loreweave_stack.enter_context(live_server(workdir / "loreweave"))
         book_id = _import_book(live)
-        _call(live, "PUT", "tenant/cors", {"origins": [tavern.url]})
         yield {"model": model, "tavern": tavern, "live": live, "book_id": book_id, "stop_loreweave": loreweave_stack.close}
 
 
@@ -118,20 +118,42 @@ def _open(page: Any, tavern: SillyTavern, model: ModelServer) -> None:
                            timeout=30_000)
 
 
-def _configure_extension(page: Any, live: LiveServer, book_id: int) -> str:
+def _test_connection(page: Any, expected: str) -> str:
+    """Click "Test connection" until the panel says ``expected``: an origin just allowed reaches
+    every Loreweave worker within its key cache's seconds (API_KEY_CACHE_SECONDS), as for a user."""
+    text = ""
+    for _ in range(15):
+        page.locator("#loreweave_test").click()
+        page.wait_for_function("() => !document.getElementById('loreweave_status').textContent.startsWith('Testing')",
+                               timeout=15_000)
+        text = page.locator("#loreweave_status").inner_text()
+        if expected in text:
+            return text
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"the panel says {text!r}, not {expected!r}")
+
+
+def _configure_extension(page: Any, live: LiveServer, book_id: int, tavern: SillyTavern) -> None:
+    """The panel as a user meets it: first without SillyTavern's origin allowed, then with a wrong key,
+    then right; each time the panel says which."""
     page.locator("#extensions-settings-button .drawer-toggle").click()
     page.locator("#loreweave_settings .inline-drawer-toggle").click()
     page.locator("#loreweave_url").fill(live.url)
     page.locator("#loreweave_key").fill(live.api_key)
     page.locator("#loreweave_book_ids").fill(str(book_id))
-    page.locator("#loreweave_test").click()
-    status = page.locator("#loreweave_status")
-    page.wait_for_function("() => /Connected|refused|cannot|allow/.test(document.getElementById('loreweave_status').textContent)",
-                           timeout=15_000)
-    text = status.inner_text()
+    assert tavern.url in _test_connection(page, "does not allow this page's origin")
+    _call(live, "PUT", "tenant/cors", {"origins": [tavern.url]})
+    page.locator("#loreweave_key").fill("lw_wrong_key")
+    _test_connection(page, "refused the API key")
+    page.locator("#loreweave_key").fill(live.api_key)
+    assert "sees 2 book(s)" in _test_connection(page, "Connected to")
     shot(page, "sillytavern-loreweave-settings")
     page.locator("#extensions-settings-button .drawer-toggle").click()
-    return text
+
+
+def _rows(live: LiveServer, chat_id: int) -> list[dict[str, Any]]:
+    requests = _call(live, "GET", f"chats/{chat_id}/requests")
+    return requests if isinstance(requests, list) else requests["results"]
 
 
 def _send(page: Any, text: str) -> None:
@@ -154,11 +176,19 @@ def test_a_chat_in_sillytavern_gets_loreweaves_lore_where_world_info_goes(stack:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             _open(page, stack["tavern"], model)
-            page.evaluate("async () => { const c = SillyTavern.getContext();"
-                          " await c.selectCharacterById(c.characters.findIndex(x => x.name === 'Seraphina')); }")
-            page.wait_for_function("() => SillyTavern.getContext().chat.length >= 1", timeout=30_000)
-            status = _configure_extension(page, live, stack["book_id"])
-            assert status.startswith("Connected"), status
+            try:
+                # Picking a character right after the first-run popup can be refused while SillyTavern
+                # saves its welcome chat: ask again until Seraphina's chat is open.
+                page.wait_for_function(
+                    "() => { const c = SillyTavern.getContext();"
+                    " if (c.characters[c.characterId]?.name === 'Seraphina' && c.chat.length >= 1 && !c.chat[0].is_system) return true;"
+                    " c.selectCharacterById(c.characters.findIndex(x => x.name === 'Seraphina')); return false; }",
+                    polling=1500, timeout=45_000)
+            except Exception as error:
+                state = page.evaluate("() => { const c = SillyTavern.getContext(); return {id: c.characterId, "
+                                      "names: c.characters.map(x => x.name), chat: c.chat.map(m => [m.name, m.is_system])}; }")
+                raise AssertionError(f"Seraphina's chat did not open: {state}") from error
+            _configure_extension(page, live, stack["book_id"], stack["tavern"])
 
             # A normal turn: the lore is in SillyTavern's World Info places.
             _send(page, "Tell me about Vyraxes, please.")
@@ -177,24 +207,29 @@ def test_a_chat_in_sillytavern_gets_loreweaves_lore_where_world_info_goes(stack:
             shot(page, "sillytavern-loreweave-chat")
 
             chat_id = page.evaluate("() => SillyTavern.getContext().chatMetadata.loreweave.chatId")
-            requests = _call(live, "GET", f"chats/{chat_id}/requests")
-            rows = requests if isinstance(requests, list) else requests["results"]
+            rows = _rows(live, chat_id)
             assert len(rows) == 1
-            assert {r["content"] for r in rows[0]["injections"]} == {BEFORE, AFTER, DEPTH}
+            assert len(rows[0]["injections"]) == 3
 
             # Continue: a second turn of the same Loreweave chat, the lore in the same places.
             page.evaluate("() => SillyTavern.getContext().executeSlashCommandsWithOptions('/continue')")
             prompt = _text(model.wait_for(2))
             _wait_idle(page)
             assert prompt.index(BEFORE) < prompt.index(description) < prompt.index(AFTER) < prompt.index(greeting)
-            requests = _call(live, "GET", f"chats/{chat_id}/requests")
-            rows = requests if isinstance(requests, list) else requests["results"]
-            assert len(rows) == 2
+            assert len(_rows(live, chat_id)) == 2
+
+            # A swipe of the reply: a new prompt, the same lore in the same places, a third logged turn.
+            page.locator("#chat .last_mes .swipe_right").click()
+            prompt = _text(model.wait_for(3))
+            _wait_idle(page)
+            assert prompt.index(BEFORE) < prompt.index(description) < prompt.index(AFTER) < prompt.index(greeting)
+            assert prompt.index(greeting) < prompt.index(DEPTH) < prompt.index("Tell me about Vyraxes, please.")
+            assert len(_rows(live, chat_id)) == 3
 
             # Loreweave stopped: the chat goes on without its lore, and a toast says why.
             stack["stop_loreweave"]()
             _send(page, "And Vyraxes again?")
-            prompt = _text(model.wait_for(3))
+            prompt = _text(model.wait_for(4))
             _wait_idle(page)
             assert "And Vyraxes again?" in prompt
             assert BEFORE not in prompt and AFTER not in prompt and DEPTH not in prompt
