@@ -66,8 +66,8 @@ def _import_book(live: LiveServer) -> int:
     parts = [
         f'--{boundary}\r\nContent-Disposition: form-data; name="profile"\r\n\r\nsillytavern\r\n',
         f'--{boundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nVyraxes lore\r\n',
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="vyraxes.json"\r\n'
-        f'Content-Type: application/json\r\n\r\n{json.dumps(WORLD_INFO)}\r\n',
+        (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="vyraxes.json"\r\n'
+         f'Content-Type: application/json\r\n\r\n{json.dumps(WORLD_INFO)}\r\n'),
         f"--{boundary}--\r\n",
     ]
     book = _call(live, "POST", "books/import", raw="".join(parts).encode(),
@@ -128,7 +128,7 @@ def _test_connection(page: Any, expected: str) -> str:
                                timeout=15_000)
         text = page.locator("#loreweave_status").inner_text()
         if expected in text:
-            return text
+            return str(text)
         page.wait_for_timeout(1000)
     raise AssertionError(f"the panel says {text!r}, not {expected!r}")
 
