@@ -40,6 +40,7 @@ from books.api.serializers import (
     ReorderOut,
 )
 from books.models import Book, Entry
+from books.services.entry_write import entry_version
 from lore_platform.api.base import TenantViewSet
 from books.lineages import lineage_get
 from lore_platform.tenancy.actor import Actor
@@ -77,7 +78,8 @@ class BookViewSet(TenantViewSet):
     def _out(self, book: Book, **kwargs: Any) -> Response:
         if not hasattr(book, "entry_count"):
             book.entry_count = selectors.book_entry_count(book)  # type: ignore[attr-defined]
-        return Response(BookOut(book, context={"actor": self.actor}).data, **kwargs)
+        return self.tagged(Response(BookOut(book, context={"actor": self.actor}).data, **kwargs), "book", book.pk,
+                           book.version)
 
     @extend_schema(parameters=[BookListParams], responses=BookOut(many=True), summary="List books")
     def list(self, request: Request) -> Response:
@@ -105,12 +107,15 @@ class BookViewSet(TenantViewSet):
     @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS}, summary="Change a book")
     def partial_update(self, request: Request, pk: str) -> Response:
         data = _parse(BookUpdateIn, request.data)
-        book = services.book_update(actor=self.actor, book=access_book(self.actor, pk), **data)
+        book = access_book(self.actor, pk)
+        expected = self.expected_version("book", book.pk)
+        book = services.book_update(actor=self.actor, book=book, expected_version=expected, **data)
         return self._out(book)
 
     @extend_schema(responses={204: None, **ERRORS}, summary="Delete a book and its entries")
     def destroy(self, request: Request, pk: str) -> Response:
-        services.book_delete(actor=self.actor, book=access_book(self.actor, pk))
+        book = access_book(self.actor, pk)
+        services.book_delete(actor=self.actor, book=book, expected_version=self.expected_version("book", book.pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
@@ -175,7 +180,8 @@ class EntryViewSet(TenantViewSet):
 
     def _entry_out(self, entry: Entry, **kwargs: Any) -> Response:
         notes = selectors.entries_notes(self.book, [entry])
-        return Response(EntryOut(entry, context={"book": self.book, "notes": notes}).data, **kwargs)
+        return self.tagged(Response(EntryOut(entry, context={"book": self.book, "notes": notes}).data, **kwargs),
+                           "entry", entry.pk, entry_version(entry))
 
     @extend_schema(
         parameters=[EntryListParams],
@@ -204,12 +210,15 @@ class EntryViewSet(TenantViewSet):
     @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS}, summary="Change an entry")
     def partial_update(self, request: Request, book_id: str, pk: str) -> Response:
         data = _parse(EntryIn, request.data)
-        entry = services.entry_update(actor=self.actor, entry=access_entry(self.actor, self.book, pk), **data)
+        entry = access_entry(self.actor, self.book, pk)
+        expected = self.expected_version("entry", entry.pk)
+        entry = services.entry_update(actor=self.actor, entry=entry, expected_version=expected, **data)
         return self._entry_out(entry)
 
     @extend_schema(responses={204: None, **ERRORS}, summary="Delete an entry")
     def destroy(self, request: Request, book_id: str, pk: str) -> Response:
-        services.entry_delete(actor=self.actor, entry=access_entry(self.actor, self.book, pk))
+        entry = access_entry(self.actor, self.book, pk)
+        services.entry_delete(actor=self.actor, entry=entry, expected_version=self.expected_version("entry", entry.pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(

@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from rest_framework import generics, viewsets
 from rest_framework.views import APIView
 
+from lore_platform.api.conditional import ConditionalMixin
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.permissions import IsTenantActor, request_actor
 
@@ -21,7 +22,7 @@ def _sealed(cls: type, base: type) -> None:
         raise TypeError(f"{cls.__name__} may not override get_queryset: narrow scoped_queryset instead")
 
 
-class TenantAPIMixin:
+class TenantAPIMixin(ConditionalMixin):
     permission_classes = [IsTenantActor]
     # Scope an unsafe method needs; read-only POSTs (previews, stateless context) lower it.
     required_scope = "write"

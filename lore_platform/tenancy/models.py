@@ -33,6 +33,9 @@ class Tenant(models.Model):
     # Browser origins ("https://app.example.com") whose pages may call the API with this tenant's
     # keys (CORS, ``lore_platform.tenancy.cors``); validated and normalised by ``services.tenant_cors_set``.
     cors_origins = models.JSONField(default=list, blank=True)
+    # Lost updates refused by construction: every PATCH/PUT/DELETE of an editable resource must carry
+    # If-Match (428 without it). Off by default: a stale If-Match is refused either way.
+    require_if_match = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

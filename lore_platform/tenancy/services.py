@@ -520,3 +520,13 @@ def tenant_cors_set(*, tenant: Tenant, origins: object) -> list[str]:
     cors_origins_forget()
     transaction.on_commit(cors_origins_forget)
     return normalised
+
+
+@transaction.atomic
+def tenant_preconditions_set(*, tenant: Tenant, require_if_match: object) -> bool:
+    """Whether every PATCH/PUT/DELETE of an editable resource must carry If-Match (428 without it)."""
+    if not isinstance(require_if_match, bool):
+        raise ValidationFailed("require_if_match is true or false.", field="require_if_match")
+    Tenant.objects.select_for_update().filter(pk=tenant.pk).update(require_if_match=require_if_match)
+    tenant.require_if_match = require_if_match
+    return require_if_match

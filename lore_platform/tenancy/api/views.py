@@ -26,6 +26,7 @@ from lore_platform.tenancy.api.serializers import (
     MemberOut,
     MemberRoleIn,
     TenantCorsIO,
+    TenantPreconditionsIO,
 )
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
@@ -94,6 +95,40 @@ class TenantCorsView(TenantAPIView):
                                    values={"name": repr(unknown[0])}, field=unknown[0], rule="P-6")
         origins = services.tenant_cors_set(tenant=self.actor.tenant, origins=request.data["origins"])
         return Response({"origins": origins})
+
+
+PRECONDITIONS_IN = {
+    "application/json": {
+        "type": "object",
+        "properties": {"require_if_match": {"type": "boolean"}},
+        "required": ["require_if_match"],
+        "additionalProperties": False,
+    }
+}
+
+
+class TenantPreconditionsView(TenantAPIView):
+    """Whether this tenant requires If-Match on every change of an editable resource. Admins only."""
+
+    permission_classes = [IsTenantAdmin]
+    schema = _BodyRequiredSchema()
+
+    @extend_schema(responses=TenantPreconditionsIO, summary="Whether changes must carry If-Match (428 without)")
+    def get(self, request: Request) -> Response:
+        return Response({"require_if_match": self.actor.tenant.require_if_match})
+
+    @extend_schema(request=PRECONDITIONS_IN, responses=TenantPreconditionsIO,
+                   summary="Require If-Match on every PATCH/PUT/DELETE of books and entries, or not")
+    def put(self, request: Request) -> Response:
+        if not isinstance(request.data, dict) or "require_if_match" not in request.data:
+            raise ValidationFailed("Send {\"require_if_match\": true|false}.", field="require_if_match")
+        unknown = sorted(set(request.data) - {"require_if_match"})
+        if unknown:
+            raise ValidationFailed("Unknown field {name}; the body is {{\"require_if_match\": true|false}}.",
+                                   values={"name": repr(unknown[0])}, field=unknown[0])
+        value = services.tenant_preconditions_set(tenant=self.actor.tenant,
+                                                  require_if_match=request.data["require_if_match"])
+        return Response({"require_if_match": value})
 
 
 def _key_created(issued: services.IssuedKey) -> Response:
