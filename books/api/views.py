@@ -42,6 +42,7 @@ from books.api.serializers import (
 from books.models import Book, Entry
 from books.services.entry_write import entry_version
 from lore_platform.api.base import TenantViewSet
+from lore_platform.api.conditional import SCHEMA
 from books.lineages import lineage_get
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine.rules import SMART
@@ -55,6 +56,8 @@ ERRORS = {
     ),
 }
 READ_ERRORS = {404: ERRORS[404]}
+READ_TAGGED = SCHEMA["read"]
+WRITE_TAGGED = SCHEMA["write"]
 
 
 def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
@@ -93,18 +96,21 @@ class BookViewSet(TenantViewSet):
         page = self.paginate_queryset(books)
         return self.get_paginated_response(BookOut(page, many=True, context={"actor": self.actor}).data)
 
-    @extend_schema(request=BookCreateIn, responses={201: BookOut, **ERRORS}, summary="Create a book")
+    @extend_schema(request=BookCreateIn, responses={201: BookOut, **ERRORS}, summary="Create a book",
+                   parameters=SCHEMA["created"]["parameters"])
     def create(self, request: Request) -> Response:
         data = _parse(BookCreateIn, request.data)
         data.setdefault("profile", self.actor.tenant.default_profile)
         book = services.book_create(actor=self.actor, **data)
         return self._out(book, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: BookOut, **READ_ERRORS}, summary="A book")
+    @extend_schema(responses={200: BookOut, **READ_ERRORS, **READ_TAGGED["responses"]}, summary="A book",
+                   parameters=READ_TAGGED["parameters"])
     def retrieve(self, request: Request, pk: str) -> Response:
         return self._out(access_book(self.actor, pk))
 
-    @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS}, summary="Change a book")
+    @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS, **WRITE_TAGGED["responses"]},
+                   summary="Change a book", parameters=WRITE_TAGGED["parameters"])
     def partial_update(self, request: Request, pk: str) -> Response:
         data = _parse(BookUpdateIn, request.data)
         book = access_book(self.actor, pk)
@@ -112,7 +118,8 @@ class BookViewSet(TenantViewSet):
         book = services.book_update(actor=self.actor, book=book, expected_version=expected, **data)
         return self._out(book)
 
-    @extend_schema(responses={204: None, **ERRORS}, summary="Delete a book and its entries")
+    @extend_schema(responses={204: None, **ERRORS, **WRITE_TAGGED["responses"]},
+                   summary="Delete a book and its entries", parameters=WRITE_TAGGED["parameters"][:1])
     def destroy(self, request: Request, pk: str) -> Response:
         book = access_book(self.actor, pk)
         services.book_delete(actor=self.actor, book=book, expected_version=self.expected_version("book", book.pk))
@@ -197,17 +204,20 @@ class EntryViewSet(TenantViewSet):
         notes = selectors.entries_notes(self.book, page, model_id=model_id, tokenizer=tokenizer)
         return self.get_paginated_response(EntryOut(page, many=True, context={"book": self.book, "notes": notes}).data)
 
-    @extend_schema(request=EntryIn, responses={201: EntryOut, **ERRORS}, summary="Add an entry at the bottom")
+    @extend_schema(request=EntryIn, responses={201: EntryOut, **ERRORS}, summary="Add an entry at the bottom",
+                   parameters=SCHEMA["created"]["parameters"])
     def create(self, request: Request, book_id: str) -> Response:
         data = _parse(EntryIn, request.data)
         entry = services.entry_create(actor=self.actor, book=self.book, **data)
         return self._entry_out(entry, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: EntryOut, **READ_ERRORS}, summary="An entry")
+    @extend_schema(responses={200: EntryOut, **READ_ERRORS, **READ_TAGGED["responses"]}, summary="An entry",
+                   parameters=READ_TAGGED["parameters"])
     def retrieve(self, request: Request, book_id: str, pk: str) -> Response:
         return self._entry_out(access_entry(self.actor, self.book, pk))
 
-    @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS}, summary="Change an entry")
+    @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS, **WRITE_TAGGED["responses"]},
+                   summary="Change an entry", parameters=WRITE_TAGGED["parameters"])
     def partial_update(self, request: Request, book_id: str, pk: str) -> Response:
         data = _parse(EntryIn, request.data)
         entry = access_entry(self.actor, self.book, pk)
@@ -215,7 +225,8 @@ class EntryViewSet(TenantViewSet):
         entry = services.entry_update(actor=self.actor, entry=entry, expected_version=expected, **data)
         return self._entry_out(entry)
 
-    @extend_schema(responses={204: None, **ERRORS}, summary="Delete an entry")
+    @extend_schema(responses={204: None, **ERRORS, **WRITE_TAGGED["responses"]}, summary="Delete an entry",
+                   parameters=WRITE_TAGGED["parameters"][:1])
     def destroy(self, request: Request, book_id: str, pk: str) -> Response:
         entry = access_entry(self.actor, self.book, pk)
         services.entry_delete(actor=self.actor, entry=entry, expected_version=self.expected_version("entry", entry.pk))

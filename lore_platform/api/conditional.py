@@ -66,3 +66,39 @@ class ConditionalMixin:
 
     def tagged(self, response: Response, kind: str, pk: int, version: object) -> Response:
         return tagged(self.request, response, kind, pk, version)
+
+
+# --- the schema's words for it (views add these to their operations' extend_schema) -------------------
+def _schema_parts() -> dict[str, Any]:
+    from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+    etag_header = OpenApiParameter(
+        "ETag", str, OpenApiParameter.HEADER, response=["200", "201"],
+        description='The resource\'s version, a strong tag (`"<kind>-<id>-<version>"`): send it back in If-Match '
+                    "to change or delete only that version, or in If-None-Match to read it only if it changed.",
+    )
+    if_match = OpenApiParameter(
+        "If-Match", str, OpenApiParameter.HEADER,
+        description="The ETag you read: the change is made only if the resource is still at that version (412 "
+                    "`precondition_failed` otherwise, nothing written). Required when the tenant requires it "
+                    "(PUT /api/v1/tenant/preconditions; 428 `precondition_required` without it).",
+    )
+    if_none_match = OpenApiParameter(
+        "If-None-Match", str, OpenApiParameter.HEADER,
+        description="An ETag you hold: 304 with no body when the resource is still at that version.",
+    )
+    return {
+        "read": {"parameters": [if_none_match, etag_header],
+                 "responses": {304: OpenApiResponse(description="Not modified: still at the version If-None-Match "
+                                                                "names (no body).")}},
+        "write": {"parameters": [if_match, etag_header], "responses": {
+            412: OpenApiResponse(description="If-Match names a version that is no longer current; "
+                                             "`error.details` names the resource and its current `etag`. Nothing "
+                                             "was written."),
+            428: OpenApiResponse(description="The tenant requires If-Match on every change; none was sent."),
+        }},
+        "created": {"parameters": [etag_header], "responses": {}},
+    }
+
+
+SCHEMA: dict[str, Any] = _schema_parts()

@@ -94,3 +94,22 @@ def test_a_tenant_may_require_if_match(tenant_a):
     assert client.patch(_entry_url(entry), {"content": "seen"}, format="json", HTTP_IF_MATCH=tag).status_code == 200
     refused = admin.put("/api/v1/tenant/preconditions", {"require_if_match": "yes"}, format="json")
     assert refused.status_code == 400 and refused.json()["error"]["field"] == "require_if_match"
+
+
+def test_the_schema_says_etag_if_match_and_idempotency_key():
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    patch = paths["/api/v1/books/{book_id}/entries/{id}"]["patch"]
+    assert "If-Match" in {p["name"] for p in patch["parameters"] if p["in"] == "header"}
+    assert {"412", "428"} <= set(patch["responses"]) and "ETag" in patch["responses"]["200"]["headers"]
+    read = paths["/api/v1/books/{id}"]["get"]
+    assert "If-None-Match" in {p["name"] for p in read["parameters"]} and "304" in read["responses"]
+    assert "412" in paths["/api/v1/books/{id}"]["delete"]["responses"]
+    # Every authenticated POST takes an Idempotency-Key and says when an answer is a replay.
+    posts = [ops["post"] for ops in paths.values() if "post" in ops and ops["post"].get("security") != [{}]]
+    assert posts and all(
+        "Idempotency-Key" in {p["name"] for p in op.get("parameters", []) if p["in"] == "header"} for op in posts
+    )
+    created = paths["/api/v1/books/{book_id}/entries"]["post"]["responses"]["201"]["headers"]
+    assert {"ETag", "Idempotent-Replayed"} <= set(created)
