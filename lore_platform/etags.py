@@ -7,6 +7,8 @@ of two concurrent writers holding the same version only the first wins (compare-
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 
 from lore_platform.errors import PreconditionFailed
@@ -36,3 +38,10 @@ def version_check(kind: str, pk: int, current: object, expected: object | None) 
         "and re-apply your change.", values={"kind": kind, "etag": tag},
         field="If-Match", details={"resource": kind, "id": pk, "etag": tag},
     )
+
+
+def content_version(value: object) -> str:
+    """A setting without a version column (a tenant's CORS origins): the digest of its stored value, so
+    the tag changes exactly when the value does (a strong tag, as GitHub's content ETags)."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:20]

@@ -92,7 +92,7 @@ def test_a_tenant_may_require_if_match(tenant_a):
     assert entry.content == "kept"
     tag = client.get(_entry_url(entry))["ETag"]
     assert client.patch(_entry_url(entry), {"content": "seen"}, format="json", HTTP_IF_MATCH=tag).status_code == 200
-    refused = admin.put("/api/v1/tenant/preconditions", {"require_if_match": "yes"}, format="json")
+    refused = admin.put("/api/v1/tenant/preconditions", {"require_if_match": "yes"}, format="json", HTTP_IF_MATCH="*")
     assert refused.status_code == 400 and refused.json()["error"]["field"] == "require_if_match"
 
 
@@ -113,3 +113,23 @@ def test_the_schema_says_etag_if_match_and_idempotency_key():
     )
     created = paths["/api/v1/books/{book_id}/entries"]["post"]["responses"]["201"]["headers"]
     assert {"ETag", "Idempotent-Replayed"} <= set(created)
+
+
+def test_tenant_settings_carry_etags_and_refuse_a_stale_put(tenant_a):
+    admin = tenant_a.admin_client
+    read = admin.get("/api/v1/tenant/cors")
+    tag = read["ETag"]
+    assert tag.startswith(f'"cors-{tenant_a.tenant.pk}-')
+    assert admin.get("/api/v1/tenant/cors", HTTP_IF_NONE_MATCH=tag).status_code == 304
+    first = admin.put("/api/v1/tenant/cors", {"origins": ["https://one.example"]}, format="json", HTTP_IF_MATCH=tag)
+    assert first.status_code == 200 and first["ETag"] != tag
+    stale = admin.put("/api/v1/tenant/cors", {"origins": ["https://two.example"]}, format="json", HTTP_IF_MATCH=tag)
+    assert stale.status_code == 412 and stale.json()["error"]["details"]["etag"] == first["ETag"]
+    assert admin.get("/api/v1/tenant/cors").json() == {"origins": ["https://one.example"]}
+
+    setting = admin.get("/api/v1/tenant/preconditions")["ETag"]
+    admin.put("/api/v1/tenant/preconditions", {"require_if_match": True}, format="json", HTTP_IF_MATCH=setting)
+    assert admin.put("/api/v1/tenant/preconditions", {"require_if_match": False}, format="json",
+                     HTTP_IF_MATCH=setting).status_code == 412
+    # Required now: a PUT of a setting without If-Match is 428 as well.
+    assert admin.put("/api/v1/tenant/cors", {"origins": []}, format="json").status_code == 428
