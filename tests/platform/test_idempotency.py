@@ -140,3 +140,25 @@ def test_a_retried_stateless_context_call_is_replayed(tenant_a, django_capture_o
     assert RequestLog.objects.for_tenant(tenant_a.tenant).count() == logs
     entry.refresh_from_db()
     assert entry.usage_count == used
+
+
+def test_a_retried_upload_is_replayed_though_its_multipart_boundary_changed(tenant_a):
+    from django.test.client import encode_multipart
+
+    from books.models import Book
+    from tests.books.formats.builders import world_bytes
+
+    def upload(boundary: str):
+        import io
+
+        data = io.BytesIO(world_bytes(2))
+        data.name = "lore.json"
+        body = encode_multipart(boundary, {"file": data, "title": "Imported"})
+        return tenant_a.member_client.generic("POST", "/api/v1/books/import", body,
+                                              content_type=f"multipart/form-data; boundary={boundary}",
+                                              HTTP_IDEMPOTENCY_KEY="upload-1")
+
+    first, retry = upload("firstBoundary1234"), upload("otherBoundary5678")
+    assert first.status_code == retry.status_code == 201, first.content[:300]
+    assert retry["Idempotent-Replayed"] == "true" and retry.json() == first.json()
+    assert Book.objects.for_tenant(tenant_a.tenant).filter(title="Imported").count() == 1
