@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from django.utils.dateparse import parse_datetime
 
@@ -254,6 +254,10 @@ def _text(row: Mapping[str, Any], key: str, path: str, *, default: str = "", lim
     return value
 
 
+@overload
+def _int(row: Mapping[str, Any], key: str, path: str, *, default: int = 0) -> int: ...
+@overload
+def _int(row: Mapping[str, Any], key: str, path: str, *, default: None) -> int | None: ...
 def _int(row: Mapping[str, Any], key: str, path: str, *, default: int | None = 0) -> int | None:
     value = row.get(key, default)
     if value is None and default is None:
@@ -277,7 +281,7 @@ def _time(row: Mapping[str, Any], key: str, path: str) -> datetime | None:
 
 def _choice(row: Mapping[str, Any], key: str, path: str, choices: Sequence[str]) -> str:
     value = row.get(key)
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         refuse("{path} must be one of {choices}", f"{path}.{key}", rule=RULE,
                values={"path": f"{path}.{key}", "choices": ", ".join(choices)})
     return value
@@ -386,7 +390,9 @@ def restore_rest(actor: Actor, raw: Mapping[str, Any], done: Restored, warnings:
 
     _settings(actor, raw, warnings, fresh=done.fresh)
     _characters(tenant, raw, done, person)
-    for name, store, write in (("stories", done.stories, story_restore), ("novels", done.novels, novel_restore)):
+    restorers: tuple[tuple[str, dict[int, Any], Any], ...] = (("stories", done.stories, story_restore),
+                                                              ("novels", done.novels, novel_restore))
+    for name, store, write in restorers:
         for i, row in enumerate(_rows(raw, name)):
             path = f"backup.{name}.{i}"
             cast = [_ref(done.characters, c, f"{path}.cast", "character", optional=False)
@@ -451,7 +457,7 @@ def _characters(tenant: Tenant, raw: Mapping[str, Any], done: Restored,
 
 def _attachments(actor: Actor, raw: Mapping[str, Any], done: Restored,
                  person: Callable[[Any, str], User | None], warnings: list[str]) -> None:
-    targets = {"character": done.characters, "story": done.stories, "novel": done.novels}
+    targets: dict[str, Mapping[int, Any]] = {"character": done.characters, "story": done.stories, "novel": done.novels}
     count = 0
     for i, row in enumerate(_rows(raw, "attachments")):
         path = f"backup.attachments.{i}"

@@ -143,8 +143,8 @@ def _plan_restore(actor: Actor, backup: NativeBackup, warnings: list[str]) -> li
     members = _members_by_email(actor.tenant)
     existing = Book.objects.for_tenant(actor.tenant)
     taken: dict[int | None, set[str]] = {}
-    for owner_id, title in existing.values_list("owner_id", "title"):
-        taken.setdefault(owner_id, set()).add(normalise_text(title))
+    for owner, title in existing.values_list("owner_id", "title"):
+        taken.setdefault(owner, set()).add(normalise_text(title))
     lineage_books = {key: pk for pk, key in existing.filter(lineage__isnull=False).values_list("pk", "lineage__key")}
     backup_lineages = {lineage_key_normalise(lin.key) for lin in backup.lineages}
     plans: list[_BookPlan] = []

@@ -641,7 +641,7 @@ def _stop(*processes: subprocess.Popen[bytes]) -> None:
 
 def _clients_run(args: argparse.Namespace, data: dict[str, Any], chats: list[int], *, requests: int, seed: int,
                  think: float = 0.0, history: str = "rolling", samples: list[dict[str, Any]] | None = None,
-                 meter: "CpuMeter | None" = None) -> tuple[Run, float]:
+                 meter: CpuMeter | None = None) -> tuple[Run, float]:
     run = Run()
     clients = [_Client(port=args.port, key=data["key"], chat=chat, keys=data["keys"], requests=requests, seed=seed + i,
                        think_ms=think, history=history) for i, chat in enumerate(chats)]

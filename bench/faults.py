@@ -24,6 +24,12 @@ whole API stack, no HTTP server), with API-key authentication.
   second) and started again (200s again, no restart of the app).
 - ``soak``: 20 client threads of context calls and edits for 5 minutes
   (``--seconds``): 0 errors, p50/p99, memory at start and end.
+- ``slow``: the web stack as ``make run`` serves it (nginx from deploy/nginx in front of gunicorn
+  with deploy/gunicorn.conf.py, on free loopback ports, a SQLite file) under 50 connections that
+  trickle their headers one byte every 5 s (reconnecting when the proxy drops them) for 60 s
+  (``--short``: 15 s). Checks: every probe (``GET /healthz`` every 0.25 s) answered 200 within 2 s;
+  prints p50/p99, met and missed. ``--no-proxy`` runs the old topology (gunicorn alone on the public
+  port), which fails it. Traffic goes to 127.0.0.1 only (issue 26.6).
 
 Prints one JSON line per measurement and a final ``{"ok": ...}``; exits 1 if a check fails.
 """
@@ -36,7 +42,6 @@ import resource
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -192,7 +197,6 @@ class Tenant:
     """A tenant with a classic book (one key, so every turn injects it), a chat and a world book."""
 
     def __init__(self, *, smart_entries: int = 0) -> None:
-        from rest_framework.test import APIClient
 
         from books.models import Book
         from lore_platform.tenancy.services import tenant_create
@@ -269,7 +273,7 @@ def turns(tenant: Tenant, client: Any, chat: int, count: int, label: str, *, edi
     for i in range(count):
         elapsed, response = timed(lambda: client.post(
             f"/api/v1/chats/{chat}/context",
-            {"messages": [{"role": "user", "name": "Ana", "text": f"The bell rings, turn {i}."}], "model": MODEL},
+            {"messages": [{"role": "user", "name": "Ana", "text": f"The bell rings, turn {i}."}], "model": MODEL},  # noqa: B023 - timed() calls it at once
             format="json"))
         if response.status_code != 200:
             errors.append(f"context {response.status_code}")
@@ -279,8 +283,8 @@ def turns(tenant: Tenant, client: Any, chat: int, count: int, label: str, *, edi
         if edits and tenant.entries and i % 5 == 0:
             entry = tenant.entries[(i // 5) % len(tenant.entries)]
             elapsed, response = timed(lambda: client.patch(
-                f"/api/v1/books/{tenant.world}/entries/{entry}",
-                {"content": f"Place edited at {label} {i}: a harbour town with red roofs."}, format="json"))
+                f"/api/v1/books/{tenant.world}/entries/{entry}",  # noqa: B023 - timed() calls it at once
+                {"content": f"Place edited at {label} {i}: a harbour town with red roofs."}, format="json"))  # noqa: B023 - timed() calls it at once
             (edit_times if response.status_code == 200 else errors).append(
                 elapsed if response.status_code == 200 else f"edit {response.status_code}")
     return {"context": context, "edits": edit_times, "errors": errors, "injected": injected}
@@ -466,7 +470,7 @@ def mode_postgres(services: Services, args: argparse.Namespace) -> list[str]:
     for i in range(count):
         elapsed, response = timed(lambda: client.post(
             f"/api/v1/chats/{tenant.chat}/context",
-            {"messages": [{"role": "user", "text": f"bell {i}"}], "model": MODEL}, format="json"))
+            {"messages": [{"role": "user", "text": f"bell {i}"}], "model": MODEL}, format="json"))  # noqa: B023 - timed() calls it at once
         down.append(elapsed)
         statuses.add(response.status_code)
         try:
@@ -615,7 +619,192 @@ def mode_job(services: Services, args: argparse.Namespace) -> list[str]:
     return failures
 
 
-MODES = {"redis": mode_redis, "worker": mode_worker, "job": mode_job, "postgres": mode_postgres, "soak": mode_soak}
+# --- slow clients (issue 26.6) ------------------------------------------------------------
+
+
+class WebStack:
+    """nginx + gunicorn, started as scripts/run.sh starts them: the same config writer
+    (deploy/nginx/local-conf.sh, which includes deploy/nginx/loreweave-proxy.conf) and the same gunicorn
+    command and config, on free loopback ports; with ``proxy=False`` gunicorn alone on the public port."""
+
+    def __init__(self, root: Path, *, proxy: bool = True) -> None:
+        self.root = root
+        self.proxy = proxy
+        self.port = free_port()
+        self.internal_port = free_port()
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+        self.env.update(LOREWEAVE_DATA_DIR=str(root / "data"), CELERY_BROKER_URL="filesystem://",
+                        LOG_LEVEL="ERROR", GUNICORN_ACCESS_LOG="off", OMP_NUM_THREADS="1",
+                        DJANGO_SETTINGS_MODULE="config.settings")
+        self.env.pop("GUNICORN_WORKER_CLASS", None)
+        self.env.pop("GUNICORN_BIND", None)
+        if proxy:
+            self.env["CLIENT_ADDRESS_PROXIES"] = "1"
+
+    def start(self) -> None:
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=self.env,
+                       check=True)
+        web_bind = f"127.0.0.1:{self.internal_port if self.proxy else self.port}"
+        if self.proxy:
+            nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+            if not Path(nginx).exists():
+                raise RuntimeError("nginx is not installed (scripts/setup.sh installs it when run as root)")
+            conf_dir = self.root / "nginx"
+            conf = subprocess.run(["bash", str(REPO / "deploy/nginx/local-conf.sh"), str(conf_dir),
+                                   f"127.0.0.1:{self.port}", web_bind], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+            self.processes.append(subprocess.Popen(
+                [nginx, "-p", str(conf_dir), "-c", conf, "-e", str(conf_dir / "logs/error.log")],
+                stdout=open(self.root / "nginx.log", "ab"), stderr=subprocess.STDOUT))
+        self.processes.append(subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--config", "deploy/gunicorn.conf.py",
+             "--bind", web_bind], cwd=REPO, env=self.env,
+            stdout=open(self.root / "gunicorn.log", "ab"), stderr=subprocess.STDOUT))
+        wait_for("the web stack to answer /healthz", lambda: probe(self.port, timeout=2.0)[1] == 200, 90)
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=10)
+        self.processes = []
+
+
+def probe(port: int, *, timeout: float, path: str = "/healthz") -> tuple[float, int]:
+    """One plain request on a new connection: (seconds, status), status 0 if nothing came back in time."""
+    import http.client
+
+    started = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("GET", path, headers={"Connection": "close"})
+        response = connection.getresponse()
+        response.read()
+        status = response.status
+    except OSError:
+        status = 0
+    finally:
+        connection.close()
+    return time.perf_counter() - started, status
+
+
+class SlowClients:
+    """``count`` connections that each send a request's headers one byte every ``interval`` seconds
+    (a slowloris). A connection the server closes is opened again, so ``count`` stay open."""
+
+    REQUEST = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n" + b"X-Slow: " + b"a" * 200 + b"\r\n\r\n"
+
+    def __init__(self, port: int, *, count: int = 50, interval: float = 5.0) -> None:
+        self.port = port
+        self.count = count
+        self.interval = interval
+        self.sockets: list[tuple[socket.socket, int] | None] = [None] * count
+        self.reconnects = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _open(self, i: int) -> None:
+        try:
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=2.0)
+            sock.sendall(self.REQUEST[:1])
+            self.sockets[i] = (sock, 1)
+        except OSError:
+            self.sockets[i] = None
+
+    def _run(self) -> None:
+        for i in range(self.count):
+            self._open(i)
+        while not self.stopping.wait(self.interval):
+            for i, held in enumerate(self.sockets):
+                if held is None:
+                    self.reconnects += 1
+                    self._open(i)
+                    continue
+                sock, sent = held
+                try:
+                    # Never the last byte: the request must stay unfinished.
+                    sock.sendall(self.REQUEST[sent:sent + 1] if sent < len(self.REQUEST) - 1 else b"")
+                    self.sockets[i] = (sock, sent + 1)
+                    sock.setblocking(False)
+                    try:
+                        if sock.recv(4096) == b"":
+                            raise ConnectionResetError  # the server closed it
+                    except BlockingIOError:
+                        pass
+                    finally:
+                        sock.setblocking(True)
+                except OSError:
+                    sock.close()
+                    self.reconnects += 1
+                    self._open(i)
+
+    def open_now(self) -> int:
+        return sum(1 for held in self.sockets if held is not None)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=self.interval + 5)
+        for held in self.sockets:
+            if held is not None:
+                held[0].close()
+
+
+PROBE_DEADLINE_S = 2.0
+
+
+def slow_check(stack: WebStack, *, attack_s: float) -> list[str]:
+    """50 slow connections against a running stack while probes run for ``attack_s`` seconds."""
+    attack = SlowClients(stack.port, count=50, interval=5.0)
+    results: list[tuple[float, int]] = []
+    held: list[int] = []
+    baseline = [probe(stack.port, timeout=5.0) for _ in range(5)]
+    attack.start()
+    try:
+        time.sleep(1.0)  # every slow connection open and holding what it can
+        ends = time.monotonic() + attack_s
+        while time.monotonic() < ends:
+            results.append(probe(stack.port, timeout=PROBE_DEADLINE_S + 3))
+            held.append(attack.open_now())
+            time.sleep(0.25)
+    finally:
+        attack.stop()
+    met = [elapsed for elapsed, status in results if status == 200 and elapsed <= PROBE_DEADLINE_S]
+    missed = len(results) - len(met)
+    emit(mode="slow", topology="nginx + gunicorn" if stack.proxy else "gunicorn alone",
+         slow_connections=attack.count, byte_every_s=attack.interval, attack_s=attack_s,
+         baseline=percentiles([elapsed for elapsed, _ in baseline]), probes=percentiles([e for e, _ in results]),
+         met=len(met), missed=missed, statuses=sorted({status for _, status in results}),
+         slow_open_min=min(held, default=0), reconnects=attack.reconnects)
+    failures = []
+    if len(results) < 10:
+        failures.append(f"only {len(results)} probes in {attack_s:.0f} s")
+    if missed:
+        failures.append(f"{missed} of {len(results)} probes not answered 200 within {PROBE_DEADLINE_S:.0f} s "
+                        "while 50 slow clients were connected")
+    if min(held, default=0) < attack.count * 0.8:
+        failures.append(f"the slow clients did not stay connected (at least {min(held, default=0)} open)")
+    return failures
+
+
+def mode_slow(services: Services, args: argparse.Namespace) -> list[str]:
+    stack = WebStack(services.root, proxy=not args.no_proxy)
+    stack.start()
+    try:
+        return slow_check(stack, attack_s=15 if args.short else 60)
+    finally:
+        stack.stop()
+
+
+MODES = {"redis": mode_redis, "worker": mode_worker, "job": mode_job, "postgres": mode_postgres, "soak": mode_soak,
+         "slow": mode_slow}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -624,6 +813,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="the CI version (under a minute)")
     parser.add_argument("--seconds", type=int, default=300, help="soak duration")
     parser.add_argument("--clients", type=int, default=20, help="soak clients")
+    parser.add_argument("--no-proxy", action="store_true", help="slow: gunicorn alone on the public port (the old topology)")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix=f"lw-faults-{args.mode}-"))
     os.chmod(root, 0o755)

@@ -197,8 +197,8 @@ def _cold_reset() -> None:
     """Nothing remembered between turns: message vectors, book indexes and coverage, keyword memos,
     the smart title/alias matcher's names-per-text memo."""
     from retrieval.adapter.embedders import message_cache_get
-    from retrieval.engine import smart
     from retrieval.adapter.vector_store import memory_cache_clear
+    from retrieval.engine import smart
 
     from .honest import engine_memos_clear, matcher_memo_clear
 
@@ -274,8 +274,8 @@ def search_measure(tenant: Any, book_id: int, turns: int, naive: NaiveVectorInde
     The naive exact scan runs on every timed turn; ``recall`` is the share of its top-k the index found.
     """
     from retrieval.adapter.embedders import embedder_get
-    from retrieval.engine.embeddings import MessageEmbeddingCache
     from retrieval.adapter.vector_store import BookMeaningSearch, memory_cache_clear, vector_index_get
+    from retrieval.engine.embeddings import MessageEmbeddingCache
 
     from .honest import KINDS, ratio, summary_ms
 
@@ -360,9 +360,9 @@ def selection_measure(book: Any, turns: int, naive: NaiveVectorIndex) -> dict[st
     message_cache_get().shared = None
     from cast.selectors import GatheredBook, Gathering
     from cast.turns import TurnInput, turn_run
+    from retrieval.adapter.vector_store import ChatMeaningSearch
     from retrieval.engine import values as ev
     from retrieval.engine.smart import meaning_window
-    from retrieval.adapter.vector_store import ChatMeaningSearch
 
     from .honest import KINDS, ratio, summary_ms
 
@@ -504,13 +504,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, worker_counts: list[int]) -> dict[str, Any]:
-    from django.conf import settings
-    from django.db import connection
-
-    from books.models import Book, Entry, Profile, content_hash
     from lore_platform.tenancy.services import tenant_create
-    from retrieval.adapter.embedders import embedder_get
-    from retrieval.adapter.models import EntryVector
 
     tag = secrets.token_hex(4)  # a given database may already hold another run's tenant
     created = tenant_create(name=f"Bench {tag}", admin_email=f"bench-{tag}@loreweave.local", profile="smart")

@@ -101,8 +101,8 @@ def _collection(book: Book) -> CollectionState:
     return CollectionState(
         profile=book.profile,
         scope=book.scope,
-        lineage_key=book.lineage.key if book.lineage_id else None,
-        owner=book.owner.email if book.owner_id else None,
+        lineage_key=book.lineage.key if book.lineage else None,
+        owner=book.owner.email if book.owner else None,
         visibility=book.visibility,
         active=book.active,
         channels=tuple(book.channels or ()),

@@ -301,14 +301,18 @@ def _nothing_receipt(imported: ImportedBook, profile: str, *, mode: str, book: B
 def book_import_new(
     *,
     actor: Actor,
-    data: bytes,
-    filename: str | None,
+    data: bytes = b"",
+    filename: str | None = None,
+    imported: ImportedBook | None = None,
     profile: str,
     title: str | None = None,
     scope: str | None = None,
     lineage: Any = None,
 ) -> ImportResult:
     """Import a file as a new book (I-2): all of it, or nothing (I-3).
+
+    ``data`` is the file as uploaded; ``imported`` is a book already read (the values entry point: an AI
+    job's accepted draft), which skips the file reader and goes through the same plan and limits.
 
     ``scope`` defaults to ``server`` for server lorebooks and ``personal``
     otherwise; ``persona`` books name their ``lineage`` (a ``Lineage`` or its
@@ -341,7 +345,8 @@ def book_import_new(
         text_check(typed, "title")
         limits.book_fields_check({"title": typed})
 
-    imported = import_read(data, filename=filename)
+    if imported is None:
+        imported = import_read(data, filename=filename)
     if imported.card_without_book:
         return ImportResult(book=None, receipt=_nothing_receipt(imported, profile, mode="new", book=None))
 
@@ -374,11 +379,13 @@ def book_import_into(
     *,
     actor: Actor,
     book: Book,
-    data: bytes,
-    filename: str | None,
+    data: bytes = b"",
+    filename: str | None = None,
+    imported: ImportedBook | None = None,
     mode: ImportMode = "append",
 ) -> ImportResult:
-    """Import a file into ``book``: ``append`` (skip entries that already exist) or ``replace``.
+    """Import a file (``data``), or a book already read (``imported``), into ``book``: ``append`` (skip
+    entries that already exist) or ``replace``.
 
     See the module docstring for what "already exists" means and what
     replace changes. The actor must edit the book (its owner; tenant admins
@@ -396,7 +403,8 @@ def book_import_into(
     # Refuse strangers before reading their upload (the lock below checks again).
     book = access_book(actor, book.pk, need="edit")
 
-    imported = import_read(data, filename=filename)
+    if imported is None:
+        imported = import_read(data, filename=filename)
     if imported.card_without_book:
         return ImportResult(book=book, receipt=_nothing_receipt(imported, book.profile, mode=mode, book=book))
 

@@ -375,7 +375,8 @@ def entry_capacity(book: Book) -> Capacity | None:
         return Capacity(limit=CLASSIC_ENTRIES_PER_BOOK, used=used, scope="book")
     if book.profile == Profile.SERVER:
         if book.scope == Scope.PERSONA:
-            used = Entry.objects.for_tenant(book.tenant).filter(book__lineage_id=book.lineage_id).count()
+            # A persona book always has its lineage (books.services gives it one).
+            used = Entry.objects.for_tenant(book.tenant).filter(book__lineage_id=book.lineage_id).count()  # type: ignore[misc]
             return Capacity(limit=SERVER_ENTRIES_PER_LINEAGE, used=used, scope="lineage")
         used = (
             Entry.objects.for_tenant(book.tenant)

@@ -362,7 +362,7 @@ def _write_get(actor: Actor, book: Book, write_id: int | str) -> LoreWrite:
 
 
 # A write's state as a refusal names it (pages say it in their language).
-_STATE_SAID = {
+_STATE_SAID: dict[str, str] = {
     LoreWrite.State.APPLIED: Term("applied"),
     LoreWrite.State.HELD: Term("held"),
     LoreWrite.State.REJECTED: Term("rejected"),
@@ -402,7 +402,7 @@ def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
     later = Q(created_at__gt=write.created_at) | Q(created_at=write.created_at, pk__gt=write.pk)
     newer_ids = list(
         LoreWrite.objects.for_tenant(book.tenant)
-        .filter(later, book=book, entry_id=write.entry_id, state=LoreWrite.State.APPLIED)
+        .filter(later, book=book, entry_id=write.entry_id, state=LoreWrite.State.APPLIED)  # type: ignore[misc]
         .order_by("-created_at", "-id").values_list("pk", flat=True)
     )
     if newer_ids:
@@ -412,7 +412,7 @@ def _undo(actor: Actor, book: Book, write: LoreWrite, *, reason: str) -> None:
             values={"newer": newer_ids[0]},
             field="write", rule="L-4", code="undo_order", details={"newer": newer_ids},
         )
-    entry = Entry.objects.for_tenant(book.tenant).filter(book=book, pk=write.entry_id).first()
+    entry = Entry.objects.for_tenant(book.tenant).filter(book=book, pk=write.entry_id).first()  # type: ignore[misc]
     if entry is None:
         pass  # deleted by hand since: nothing of this write is left, so it is undone as it stands
     elif changed := _changes_since(write, entry):

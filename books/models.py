@@ -28,7 +28,7 @@ class Lineage(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Lineage] = TenantScopedManager()
+    objects = TenantScopedManager["Lineage"]()
 
     class Meta:
         # Created by the cast app before lineages moved here, with the books they own.
@@ -104,7 +104,7 @@ class Book(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Book] = TenantScopedManager()
+    objects = TenantScopedManager["Book"]()
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "owner"]), models.Index(fields=["visibility"])]
@@ -221,7 +221,7 @@ class Entry(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Entry] = TenantScopedManager()
+    objects = TenantScopedManager["Entry"]()
 
     class Meta:
         indexes = [
@@ -291,7 +291,7 @@ class LoreWrite(models.Model):
     # "undo", "reply_reverted", "accepted", "rejected": why the state last changed.
     decided_by = models.CharField(max_length=16, blank=True, default="")
 
-    objects: TenantScopedManager[LoreWrite] = TenantScopedManager()
+    objects = TenantScopedManager["LoreWrite"]()
 
     class Meta:
         ordering = ["-created_at", "-id"]

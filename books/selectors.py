@@ -9,10 +9,9 @@ from django.db.models.functions import Lower
 
 from books.access import books_visible_to
 from books.decorators import Decorator, decorators_read
-from books.models import Book, Entry, Profile
+from books.models import Book, Entry, Lineage, Profile
 from books.tokens import model_input_window, model_tokenizer
 from books.warnings import EntryWarning, entry_warnings
-from books.models import Lineage
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine.rules import SMART

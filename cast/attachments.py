@@ -20,11 +20,12 @@ def _target(actor: Actor, kind: str, target_id: int | None) -> dict[str, object]
         if target_id is not None:
             raise ValidationFailed("A tenant-wide attachment names no target.", field="target_id")
         return {}
-    models = {"character": Character, "story": Story, "novel": Novel}
+    models: dict[str, type[Character] | type[Story] | type[Novel]] = {
+        "character": Character, "story": Story, "novel": Novel}
     model = models.get(kind)
     if model is None:
         raise ValidationFailed("target must be character, story, novel or tenant.", field="target")
-    found = model.objects.for_tenant(actor.tenant).filter(pk=target_id).first()
+    found = model.objects.for_tenant(actor.tenant).filter(pk=target_id).first() if target_id is not None else None
     if found is None:
         raise _target_missing(kind)
     return {kind: found}

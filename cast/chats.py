@@ -79,11 +79,11 @@ def chat_create(
         if len(members) < 2:
             raise ValidationFailed("A group chat has at least two characters.", field="member_ids")
     elif kind == Chat.Kind.STORY:
-        chat.story = Story.objects.for_tenant(actor.tenant).filter(pk=story_id).first()
+        chat.story = Story.objects.for_tenant(actor.tenant).filter(pk=story_id).first() if story_id else None
         if chat.story is None:
             raise NotFound("No such story.", field="story_id")
     elif kind == Chat.Kind.NOVEL:
-        chat.novel = Novel.objects.for_tenant(actor.tenant).filter(pk=novel_id).first()
+        chat.novel = Novel.objects.for_tenant(actor.tenant).filter(pk=novel_id).first() if novel_id else None
         if chat.novel is None:
             raise NotFound("No such novel.", field="novel_id")
     if character_id is not None and chat.character is None:

@@ -31,6 +31,10 @@ def json_decompress(data: bytes | memoryview) -> Any:
 class CompressedJSONField(models.BinaryField):
     """Python sees the JSON value; the database sees zlib-compressed UTF-8 JSON."""
 
+    # For django-stubs: the attribute holds a JSON value (lists of dicts, mostly), not bytes.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
+
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if value is None:
             return None

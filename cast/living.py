@@ -164,7 +164,8 @@ def tool_call_run(*, actor: Actor, chat_id: int, reply_id: str, model: str, tool
     profile = _chat_profile(chat, profile)
     _profile_check(profile)  # Conflict
     call_id = str(tool_call.get("id") or "")
-    function = tool_call.get("function") if isinstance(tool_call.get("function"), dict) else {}
+    called = tool_call.get("function")
+    function: dict[str, Any] = called if isinstance(called, dict) else {}
     name = str(function.get("name") or "")
     try:
         if name not in living.TOOL_NAMES:

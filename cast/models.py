@@ -21,7 +21,7 @@ class Character(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Character] = TenantScopedManager()
+    objects = TenantScopedManager["Character"]()
 
 
 class Story(models.Model):
@@ -32,7 +32,7 @@ class Story(models.Model):
     cast = models.ManyToManyField(Character, blank=True, related_name="stories")
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Story] = TenantScopedManager()
+    objects = TenantScopedManager["Story"]()
 
 
 class Novel(models.Model):
@@ -41,7 +41,7 @@ class Novel(models.Model):
     cast = models.ManyToManyField(Character, blank=True, related_name="novels")
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Novel] = TenantScopedManager()
+    objects = TenantScopedManager["Novel"]()
 
 
 class Attachment(models.Model):
@@ -70,7 +70,7 @@ class Attachment(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Attachment] = TenantScopedManager()
+    objects = TenantScopedManager["Attachment"]()
 
     class Meta:
         ordering = ["position", "id"]
@@ -125,7 +125,7 @@ class Chat(models.Model):
     turns = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Chat] = TenantScopedManager()
+    objects = TenantScopedManager["Chat"]()
 
 
 class RequestLog(models.Model):
@@ -151,7 +151,7 @@ class RequestLog(models.Model):
     usage_recorded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[RequestLog] = TenantScopedManager()
+    objects = TenantScopedManager["RequestLog"]()
 
     class Meta:
         ordering = ["-turn", "-id"]

@@ -41,7 +41,7 @@ def persona_groups(*, actor: Actor) -> list[PersonaGroup]:
         for b in Book.objects.for_tenant(tenant).filter(scope=Scope.PERSONA)
         .annotate(entry_count=Count("entries")).order_by("id")
     }
-    lineage_ids = {c.lineage_id for c in characters} | set(books)
+    lineage_ids = {c.lineage_id for c in characters if c.lineage_id is not None} | {k for k in books if k is not None}
     lineages = Lineage.objects.for_tenant(tenant).filter(pk__in=lineage_ids).order_by("created_at", "id")
     by_lineage: dict[int, list[Character]] = {}
     for character in characters:

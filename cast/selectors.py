@@ -74,7 +74,7 @@ def statement_rows(key: Hashable, build: Callable[[], QuerySet[Any]]) -> list[tu
 @functools.cache
 def _decoders(model: type[Model], names: tuple[str, ...]) -> tuple[tuple[int, Callable[..., Any]], ...]:
     fields = [model._meta.get_field(name) for name in names]
-    return tuple((i, f.from_db_value) for i, f in enumerate(fields) if hasattr(f, "from_db_value"))  # type: ignore[union-attr]
+    return tuple((i, f.from_db_value) for i, f in enumerate(fields) if hasattr(f, "from_db_value"))
 
 
 def _from_row(model: type[Model], names: tuple[str, ...], row: tuple[Any, ...]) -> Any:
@@ -111,7 +111,7 @@ def chat_state_lock(*, tenant: Tenant, chat_id: int) -> tuple[dict[str, Any], in
     if not rows:
         return None
     state, turns = rows[0]
-    return Chat._meta.get_field("timed_state").from_db_value(state, None, connection) or {}, turns
+    return Chat._meta.get_field("timed_state").from_db_value(state, None, connection) or {}, turns  # type: ignore[arg-type]
 
 
 def chat_get(*, actor: Actor, chat_id: int) -> Chat:
@@ -348,10 +348,10 @@ def _gather(chat: Chat, *, profile: str) -> Gathering:
             cast = list(chat.members.order_by("id"))
         elif chat.kind == Chat.Kind.STORY and chat.story_id is not None:
             add(_attached(tenant, profile, story=chat.story_id), label=None, via="story")
-            cast = list(chat.story.cast.order_by("id"))
+            cast = list(chat.story.cast.order_by("id"))  # type: ignore[union-attr]  # story_id checked above
         elif chat.kind == Chat.Kind.NOVEL and chat.novel_id is not None:
             add(_attached(tenant, profile, novel=chat.novel_id), label=None, via="novel")
-            cast = list(chat.novel.cast.order_by("id"))
+            cast = list(chat.novel.cast.order_by("id"))  # type: ignore[union-attr]  # novel_id checked above
         labelled = chat.kind != Chat.Kind.CHARACTER
         for character in cast:
             add(_attached(tenant, profile, character=character), label=character.name if labelled else None,
@@ -393,7 +393,7 @@ def _character_gather(tenant: Tenant, character_id: int) -> Gathering:
     if any(link and book_tenant != tenant.pk for _, link, *columns in rows
            for book_tenant in [columns[_BOOK_COLUMNS.index("tenant_id")]]):
         return make()
-    return _gatherings.get_or(key, make)  # type: ignore[no-any-return]
+    return _gatherings.get_or(key, make)
 
 
 _SERVER_READS = ("the server profile reads the server-wide collections and the persona's lineage book, "

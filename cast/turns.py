@@ -35,8 +35,10 @@ from cast.selectors import GatheredBook, Gathering, chat_books_gather, chat_read
 from cast.usage import request_usage_sweep_soon
 from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
-from retrieval.engine import ProfileUnavailableError, assemble
-from retrieval.engine import values as ev
+from retrieval.adapter.loading import engine_book
+from retrieval.adapter.lookup import lookup_tool_schema
+from retrieval.adapter.vector_store import ChatMeaningSearch
+from retrieval.engine import ProfileUnavailableError, assemble, values as ev
 from retrieval.engine.cases import injection_to_dict
 from retrieval.engine.regex_budget import (
     is_overrun_warning,
@@ -52,9 +54,6 @@ from retrieval.engine.tokenizers import (
     model_lookup,
     tokenizer_for,
 )
-from retrieval.adapter.loading import engine_book
-from retrieval.adapter.lookup import lookup_tool_schema
-from retrieval.adapter.vector_store import ChatMeaningSearch
 from sharing.selectors import book_for_attach
 
 LogDetail = Literal["compact", "full"]
@@ -147,18 +146,18 @@ class TurnAnswer:
                     kept.append(r)
             self.memo[key] = tuple(kept)
             self.memo.setdefault("not_matched", not_matched)
-        return self.memo[key]  # type: ignore[no-any-return]
+        return self.memo[key]
 
     def log_rows(self, log: LogDetail | None = None) -> list[dict[str, Any]]:
         key = f"log_rows:{log or self.log}"
         if key not in self.memo:
             self.memo[key] = [log_row(r) for r in self.request_log(log)]
-        return self.memo[key]  # type: ignore[no-any-return]
+        return self.memo[key]
 
     def injection_rows(self) -> list[dict[str, Any]]:
         if "injection_rows" not in self.memo:
             self.memo["injection_rows"] = [injection_row(i) for i in self.selection.injections]
-        return self.memo["injection_rows"]  # type: ignore[no-any-return]
+        return self.memo["injection_rows"]
 
     @property
     def request_log_summary(self) -> LogSummary:
@@ -435,7 +434,7 @@ def _chat_state_update(actor: Actor, chat_id: int) -> tuple[str, tuple[Any, ...]
     compiled = _chat_writes.get(key)
     if compiled is None:
         query = Chat.objects.for_tenant(actor.tenant).filter(pk=chat_id).filter(turns=_TURNS_READ).query.chain(UpdateQuery)
-        query.add_update_values({"timed_state": {}, "turns": 0})
+        query.add_update_values({"timed_state": {}, "turns": 0})  # type: ignore[attr-defined]  # an UpdateQuery
         sql, params = query.get_compiler(connection.alias).as_sql()
         if params[-1] != _TURNS_READ:
             raise RuntimeError("the chat update's parameters are not in the expected order")
@@ -518,7 +517,7 @@ def _turn_store(actor: Actor, chat: Chat, answer: TurnAnswer, *, request: TurnIn
                     log_id = int(cursor.fetchone()[0])
                 else:
                     log_id = int(connection.ops.last_insert_id(cursor, RequestLog._meta.db_table,
-                                                               RequestLog._meta.pk.column))
+                                                               RequestLog._meta.pk.column))  # type: ignore[arg-type]
     if log_id is not None and usage:
         # Counted off the request path, many turns at once (cast/usage.py).
         transaction.on_commit(request_usage_sweep_soon, robust=True)

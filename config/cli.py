@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
 
 def _load(target: str) -> Callable[[list[str]], int]:
     module_name, _, attribute = target.partition(":")
-    return getattr(import_module(module_name), attribute)  # type: ignore[no-any-return]
+    return getattr(import_module(module_name), attribute)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -156,7 +157,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "loreweave.sqlite3",
+            "NAME": str(DATA_DIR / "loreweave.sqlite3"),
             # Several web threads + eager Celery share one file: wait instead of failing.
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
@@ -392,6 +393,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 17 * 1024 * 1024
 # one budget; Django's cache lives there too); process memory on the embedded default.
 # CACHE_URL names it; without it a Redis broker's server is used (keys prefixed, Celery's untouched).
 CACHE_KEY_PREFIX = "lw-cache"
+CACHES: dict[str, dict[str, Any]]
 CACHE_URL = os.environ.get("CACHE_URL", "") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 if CACHE_URL:
     CACHES = {

@@ -1,6 +1,8 @@
 """Gunicorn settings for the Loreweave API (read by `gunicorn -c deploy/gunicorn.conf.py`)."""
+import json
 import multiprocessing
 import os
+import socket
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # The context call is CPU-bound Python: threads would share one interpreter lock,
@@ -28,6 +30,10 @@ os.environ.setdefault("DATABASE_STATEMENT_TIMEOUT_MS", str(REQUEST_DEADLINE * 10
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", REQUEST_DEADLINE + 5))
 graceful_timeout = 15
 keepalive = 5
+# The longest request line gunicorn reads (its maximum): what nginx lets through (one 8 KiB header
+# buffer, deploy/nginx/loreweave-proxy.conf) also passes here, so over-long lines are refused by the
+# proxy with its JSON 414. Header fields keep gunicorn's limits (100 fields of 8190 bytes).
+limit_request_line = 8190
 max_requests = 5000
 max_requests_jitter = 500
 # "-" logs requests to stdout; "off" turns the access log off (benchmarks).
@@ -50,3 +56,41 @@ def when_ready(server):  # noqa: ANN001, ANN201 (gunicorn hook)
 
         gc.collect()
         gc.freeze()
+
+
+# --- gunicorn's own refusals as JSON (issue 26.6) --------------------------------------------------
+# A request gunicorn cannot parse (request line or headers too long, malformed) never reaches Django:
+# gunicorn answers it itself with a small HTML page that echoes part of the request. Answer it as the
+# API answers every error instead, {"error": {"code", "message"}}, without echoing what was sent.
+# gunicorn offers no hook for this; it writes these answers through gunicorn.util.write_error, looked
+# up at call time, so replacing that function here (the config is read in the master, before the
+# workers fork) covers every worker class.
+_GUNICORN_ERRORS = {
+    400: ("bad_request", "The request could not be read (malformed request line or headers)."),
+    403: ("forbidden", "Request forbidden."),
+    414: ("uri_too_long", "The request line is too long."),
+    417: ("expectation_failed", "The Expect header is not supported."),
+    431: ("headers_too_large", "Too many headers, or a header too long."),
+    500: ("internal_error", "The server could not answer this request."),
+    501: ("not_implemented", "This transfer coding is not supported."),
+}
+
+
+def _write_json_error(sock: "socket.socket", status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn.util.write_error's signature; ``mesg`` (which quotes the request) is left out on purpose."""
+    from gunicorn import util
+
+    code, message = _GUNICORN_ERRORS.get(status_int, ("bad_request", "The request could not be read."))
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode("latin1")
+    util.write_nonblock(sock, head + body)
+
+
+def _json_errors() -> None:
+    from gunicorn import util
+
+    util.write_error = _write_json_error
+
+
+_json_errors()

@@ -6,7 +6,7 @@ set -euo pipefail
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 DEST=/opt/loreweave
 
-apt-get install -y -qq --no-install-recommends postgresql redis-server python3-venv gettext >/dev/null
+apt-get install -y -qq --no-install-recommends postgresql redis-server python3-venv gettext nginx >/dev/null
 bash "$SRC/deploy/install-pgvector.sh"
 
 id loreweave >/dev/null 2>&1 || useradd --system --home /var/lib/loreweave --shell /usr/sbin/nologin loreweave
@@ -28,4 +28,14 @@ set -a; . /etc/loreweave/loreweave.env; set +a
 install -m 644 "$SRC"/deploy/systemd/*.service /etc/systemd/system/
 systemctl daemon-reload
 systemctl enable --now loreweave-web loreweave-worker loreweave-jobs-worker loreweave-beat
-echo "Loreweave installed. Edit /etc/loreweave/loreweave.env, then: systemctl restart loreweave-web loreweave-worker loreweave-jobs-worker"
+
+# nginx (Debian's package) in front of gunicorn on port 80: it buffers whole requests, so slow clients
+# never hold a gunicorn worker (issue 26.6). Debian's default site also claims port 80: it goes.
+install -m 644 "$SRC/deploy/nginx/loreweave-proxy.conf" /etc/nginx/snippets/loreweave-proxy.conf
+install -m 644 "$SRC/deploy/nginx/loreweave.conf" /etc/nginx/sites-available/loreweave.conf
+ln -sfn /etc/nginx/sites-available/loreweave.conf /etc/nginx/sites-enabled/loreweave.conf
+rm -f /etc/nginx/sites-enabled/default
+nginx -t -q
+systemctl enable nginx
+systemctl reload-or-restart nginx
+echo "Loreweave installed behind nginx (port 80). Edit /etc/loreweave/loreweave.env, then: systemctl restart loreweave-web loreweave-worker loreweave-jobs-worker"

@@ -184,7 +184,7 @@ class OpenAICompatible:
                 completion = self._try(messages, schema, schema_name, cancelled, sent)
             except LlmError as error:
                 if isinstance(error, LlmCancelled) or not error.retryable or attempt >= self.config.max_retries:
-                    raise self._spent(error, sent)
+                    raise self._spent(error, sent)  # noqa: B904 - the same error, re-raised with its usage
                 backoff = min(self.config.retry_after_max, 0.5 * 2**attempt)
                 wait = min(self.config.retry_after_max, error.wait) if error.wait is not None else backoff
                 if not self._wait(wait, cancelled):

@@ -64,7 +64,7 @@ class Job(models.Model):
     lease_token = models.CharField(max_length=32, blank=True, default="")
     runs = models.PositiveSmallIntegerField(default=0)
 
-    objects: TenantScopedManager[Job] = TenantScopedManager()
+    objects = TenantScopedManager["Job"]()
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "state"]), models.Index(fields=["tenant", "created_at"]),
@@ -82,7 +82,7 @@ class JobRetry(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="retries")
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[JobRetry] = TenantScopedManager()
+    objects = TenantScopedManager["JobRetry"]()
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "created_at"])]
@@ -100,4 +100,4 @@ class TenantModelSettings(models.Model):
     endpoint = models.CharField(max_length=100, blank=True, default="")
     updated_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[TenantModelSettings] = TenantScopedManager()
+    objects = TenantScopedManager["TenantModelSettings"]()

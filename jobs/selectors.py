@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from jobs.llm import LlmConfig
 from jobs.models import Job, JobState, TenantModelSettings
@@ -18,7 +18,7 @@ from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 
 
-def jobs_visible(actor: Actor) -> Any:
+def jobs_visible(actor: Actor) -> QuerySet[Job]:
     """A member sees the jobs they started; admins see every job of the tenant."""
     jobs = Job.objects.for_tenant(actor.tenant)
     return jobs if actor.is_admin else jobs.filter(created_by=actor.user)

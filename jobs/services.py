@@ -44,11 +44,9 @@ from django.utils import timezone
 
 from books import limits
 from books.access import access_book
-from books.formats import ImportedBook, ImportedEntry, normalise_text, write_native
+from books.formats import ImportedBook, ImportedEntry, normalise_text
 from books.imports import book_import_into, book_import_new
 from books.models import Entry, Profile
-from lore_platform import outbound
-from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
 from jobs import grounding, prompts, selectors, splitter
 from jobs.llm import (
     Completion,
@@ -63,6 +61,8 @@ from jobs.llm import (
 )
 from jobs.models import ACTIVE_STATES, Job, JobKind, JobRetry, JobState, TenantModelSettings
 from jobs.selectors import model_config_for
+from lore_platform import outbound
+from lore_platform.errors import Conflict, DomainError, PermissionDenied, Term, ValidationFailed
 from lore_platform.tasks import task_publish
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
@@ -717,7 +717,7 @@ def _chosen(job: Job, entries: Sequence[Mapping[str, Any]] | None) -> list[Impor
     # The whole draft means its entries that need no look: a flagged one is accepted only when sent back.
     picked = [e for e in job.draft if not e.get("flags")] if entries is None else list(entries)
     if not isinstance(picked, list) or not picked:
-        raise ValidationFailed("Pick at least one entry to accept.", field="entries")
+        raise ValidationFailed("Tick at least one entry to accept, or leave the draft as it is.", field="entries")
     out: list[ImportedEntry] = []
     for index, raw in enumerate(picked):
         entry, refusal = draft_entry_refusal(raw, index)
@@ -750,12 +750,13 @@ def job_accept(
                        values={"state": Term(job.state)}, field="state")
     chosen = _chosen(job, entries)
     name = (title or "").strip() or (job.input.get("description", "")[:60].strip() or "Split notes")
-    data = write_native([ImportedBook(name=name, entries=tuple(chosen), source_format="native")])
+    # The draft's values go straight into the importer (its plan, limits and receipt), not through a file.
+    imported = ImportedBook(name=name, entries=tuple(chosen), source_format="native")
     if book is not None:
         target = access_book(actor, book, need="edit")
-        result = book_import_into(actor=actor, book=target, data=data, filename="draft.json", mode=mode)  # type: ignore[arg-type]
+        result = book_import_into(actor=actor, book=target, imported=imported, mode=mode)  # type: ignore[arg-type]
     else:
-        result = book_import_new(actor=actor, data=data, filename="draft.json", profile=profile, title=name)
+        result = book_import_new(actor=actor, imported=imported, profile=profile, title=name)
     receipt = {**result.receipt, "job": job.pk}
     Job.objects.for_tenant(job.tenant).filter(pk=job.pk).update(accepted=receipt)
     return receipt

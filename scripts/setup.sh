@@ -42,13 +42,16 @@ need=()
 command -v msgfmt >/dev/null 2>&1 || need+=(gettext)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# nginx in front of gunicorn for `make run` (issue 26.6: slow clients hold the proxy, not a worker).
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: apt-get install ${need[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
   else
-    echo "setup: missing ${need[*]} (run as root to install them); pages stay English, browser tests fail" >&2
+    echo "setup: missing ${need[*]} (run as root to install them); pages stay English, browser tests fail," \
+         "make run serves without its proxy" >&2
   fi
 fi
 if command -v msgfmt >/dev/null 2>&1; then

@@ -72,7 +72,7 @@ class BookShare(models.Model):
 
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[BookShare] = TenantScopedManager()
+    objects = TenantScopedManager["BookShare"]()
 
     class Meta:
         indexes = [models.Index(fields=["copy_count"]), models.Index(fields=["published_at"])]
@@ -103,7 +103,7 @@ class BookVector(models.Model):
     embedding = EmbeddingField()
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[BookVector] = TenantScopedManager()
+    objects = TenantScopedManager["BookVector"]()
 
     def __str__(self) -> str:
         return f"library vector of book {self.book_id} ({self.model_name})"
@@ -136,7 +136,7 @@ class BookTranslation(models.Model):
     requested_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
 
-    objects: TenantScopedManager[BookTranslation] = TenantScopedManager()
+    objects = TenantScopedManager["BookTranslation"]()
 
     class Meta:
         constraints = [

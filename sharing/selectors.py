@@ -28,8 +28,8 @@ from books.models import ENTRY_LORE_FIELDS, Book, Entry, Visibility
 from lore_platform.errors import Conflict, DomainError, NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
-from retrieval.engine.embeddings import Embedder, Vector, cosine_many, top_k
 from retrieval.adapter.models import vector_to_pg_text
+from retrieval.engine.embeddings import Embedder, Vector, cosine_many, top_k
 from sharing import config
 from sharing.documents import pg_text_search_config, search_terms, tag_normalise
 from sharing.models import BookShare, BookTranslation, BookVector, TranslationStatus
@@ -131,7 +131,9 @@ def book_injectable_for(tenant: Tenant, book: Book, *, link_token: str = "") -> 
 def _attachments() -> QuerySet[Any]:
     """Every tenant's attachments ("most attached", W-9). Attachments belong to cast, above
     sharing: reached through the book's reverse relation, never imported."""
-    return Book._meta.get_field("attachments").related_model.objects.unscoped()  # type: ignore[union-attr]
+    related: Any = Book._meta.get_field("attachments").related_model  # a model of the layer above: not importable
+    attachments: QuerySet[Any] = related.objects.unscoped()
+    return attachments
 
 
 def _counted(queryset: QuerySet[Any]) -> Any:
@@ -309,7 +311,7 @@ def library_search(
         )
     else:
         terms = search_terms(text)
-        found = base
+        found = base  # type: ignore[assignment]  # unranked: SQLite has no text search rank
         for term in terms:
             found = found.filter(share__search_text__icontains=term)
         title_hits = [Case(When(title__icontains=t, then=Value(1)), default=Value(0)) for t in terms]
@@ -356,7 +358,7 @@ def _search_by_meaning(text: str, base: QuerySet[Book], *, sort: str, embedder: 
     return hits
 
 
-def nearest_books_pgvector(vectors: QuerySet[BookVector], query: Vector, dimension: int) -> QuerySet[BookVector]:
+def nearest_books_pgvector(vectors: QuerySet[BookVector], query: Vector, dimension: int) -> QuerySet[Any]:
     """The pgvector statement: cosine distance with the cast the partial HNSW index was built on."""
     d = int(dimension)  # inlined: the cast and the index predicate need literals
     table = BookVector._meta.db_table

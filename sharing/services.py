@@ -23,14 +23,15 @@ from typing import Any
 from django.contrib.postgres.search import SearchVector
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, TextField, Value
+from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
 
 from books import limits
 from books.access import access_book
 from books.models import Book, Entry, Profile, Scope, Visibility
 from books.services import book_create, book_version_bump, entries_create_bulk
-from lore_platform.tasks import task_publish
 from lore_platform.errors import LimitExceeded, NotFound, PermissionDenied, ValidationFailed
+from lore_platform.tasks import task_publish
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 from retrieval.engine.embeddings import Embedder, batched
@@ -238,7 +239,7 @@ def _search_document(book: Book) -> SearchDocument:
 
 def _weighted(text: str, config_name: str, weight: str) -> Any:
     value = Value(text, output_field=TextField())
-    vector = SearchVector(value, config=config_name, weight=weight)
+    vector: SearchVector | CombinedExpression = SearchVector(value, config=config_name, weight=weight)
     if config_name != "simple":
         # Plain words too: names and words of other languages match as typed.
         vector = vector + SearchVector(value, config="simple", weight=weight)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from books.events import SHARED_BOOK_CHANGED
 from celery import shared_task
 
+from books.events import SHARED_BOOK_CHANGED
 from lore_platform.tasks import TASK_RETRY
 
 

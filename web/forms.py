@@ -273,7 +273,7 @@ class PreviewForm(forms.Form):
         max_length=PREVIEW_MAX,
         error_messages={"max_length": _("A preview message is at most 2,000 characters (W-10).")},
     )
-    profile = forms.ChoiceField(label=_("Profile"), choices=[("", _("The book's own"))] + PROFILE_CHOICES, required=False)
+    profile = forms.ChoiceField(label=_("Profile"), choices=[("", _("The book's own")), *PROFILE_CHOICES], required=False)
     model = forms.ChoiceField(label=_("Model"), choices=MODEL_CHOICES, required=False)
 
 

@@ -56,7 +56,9 @@ WORLD_OWNERS: dict[str, Any] = {"character": Character, "story": Story, "novel":
 
 def world_owner_get(actor: Actor, kind: str, owner_id: int) -> Character | Story | Novel | None:
     """One of the tenant's characters, stories or novels (None: not this tenant's, P-3)."""
-    return WORLD_OWNERS[kind].objects.for_tenant(actor.tenant).filter(pk=owner_id).first()
+    owner: Character | Story | Novel | None = (
+        WORLD_OWNERS[kind].objects.for_tenant(actor.tenant).filter(pk=owner_id).first())
+    return owner
 
 
 def characters_of(actor: Actor) -> list[Character]:

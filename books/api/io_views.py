@@ -8,6 +8,7 @@ is read. Every refusal is ``{"error": {code, message, field, rule, details}}``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.files.uploadedfile import UploadedFile
@@ -21,8 +22,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from books import exports, imports
-from books import limits as book_limits
+from books import exports, imports, limits as book_limits
 from books.access import access_book
 from books.api.io_serializers import (
     ExportParams,
@@ -65,7 +65,8 @@ def import_upload_cap() -> int:
 class CappedMultiPartParser(MultiPartParser):
     """Multipart, refused with 413 before parsing when the request is larger than the view's cap."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
         context = parser_context or {}
         view = context.get("view")
         cap = view.upload_cap() if view is not None and hasattr(view, "upload_cap") else import_upload_cap()
@@ -89,7 +90,7 @@ class CappedMultiPartParser(MultiPartParser):
 class IgnoreFormatParamNegotiation(DefaultContentNegotiation):
     """``?format=`` names the export format here, not a renderer; errors are always JSON."""
 
-    def select_renderer(self, request: Any, renderers: list[Any], format_suffix: str | None = None) -> Any:
+    def select_renderer(self, request: Any, renderers: Any, format_suffix: str | None = None) -> Any:
         renderer = renderers[0]
         return renderer, renderer.media_type
 

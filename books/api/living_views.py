@@ -69,7 +69,7 @@ class AiUpdatesView(TenantAPIView):
         book = access_book(self.actor, book_id)
         rows = living.lore_writes_list(actor=self.actor, book=book, state=params.get("state"))
         paginator = Pagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
+        page: list[Any] | None = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(LoreWriteOut(page, many=True).data)
 
 

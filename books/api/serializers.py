@@ -11,13 +11,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from books import limits
-from books.services.cleaning import INT32
-from lore_platform.api.errors import ErrorBodyOut, ErrorOut  # noqa: F401 - the one error schema, re-exported
-from lore_platform.api.limits import CountedListField, documented
-
 from books.access import book_can_edit
 from books.fields import entry_field_help
 from books.models import Book, Entry, Placement, Profile, Role, Scope, SecondaryLogic
+from books.services.cleaning import INT32
+from lore_platform.api.errors import ErrorBodyOut, ErrorOut  # noqa: F401 - the one error schema, re-exported
+from lore_platform.api.limits import CountedListField, documented
 from retrieval.engine.rules import SMART
 
 # --- books ----------------------------------------------------------------------
@@ -409,12 +408,12 @@ class EntryOut(serializers.ModelSerializer):
     @extend_schema_field(EntryWarningOut(many=True))
     def get_warnings(self, entry: Entry) -> list[dict[str, Any]]:
         notes = self._notes(entry)
-        return EntryWarningOut(notes.warnings, many=True).data if notes else []
+        return list(EntryWarningOut(notes.warnings, many=True).data) if notes else []
 
     @extend_schema_field(DecoratorOut(many=True))
     def get_decorators(self, entry: Entry) -> list[dict[str, Any]]:
         notes = self._notes(entry)
-        return DecoratorOut(notes.decorators, many=True).data if notes else []
+        return list(DecoratorOut(notes.decorators, many=True).data) if notes else []
 
 
 class BulkResultOut(serializers.Serializer):

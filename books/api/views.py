@@ -13,7 +13,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
-from lore_platform.api.parsers import JSONBodyParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -32,18 +31,19 @@ from books.api.serializers import (
     EntriesBulkIn,
     EntriesCreatedOut,
     EntriesReorderIn,
-    ErrorOut,
     EntryIn,
     EntryListParams,
     EntryMoveIn,
     EntryOut,
+    ErrorOut,
     ReorderOut,
 )
+from books.lineages import lineage_get
 from books.models import Book, Entry
 from books.services.entry_write import entry_version
 from lore_platform.api.base import TenantViewSet
 from lore_platform.api.conditional import SCHEMA
-from books.lineages import lineage_get
+from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine.rules import SMART
 

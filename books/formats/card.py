@@ -43,10 +43,10 @@ from books.formats.jsonio import (
 )
 from books.formats.model import (
     CARRIER_KEY,
-    BookSettings,
     EXTRA_CARD,
     EXTRA_CARD_EXT,
     EXTRA_ST,
+    BookSettings,
     CardShell,
     ImportedBook,
     ImportedEntry,

@@ -24,7 +24,7 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
-from books.formats.card import count_card_entries, card_document, is_card, read_card
+from books.formats.card import card_document, count_card_entries, is_card, read_card
 from books.formats.jsonio import check_size, loads_text, refuse, too_large
 from books.formats.limits import FormatLimits, check_batch
 from books.formats.model import ImportedBook

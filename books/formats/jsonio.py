@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Any, NoReturn
 
-from lore_platform.errors import PayloadTooLarge, Term, ValidationFailed
+from lore_platform.errors import PayloadTooLarge, Phrase, Term, ValidationFailed
 
 # Format errors cite I-1 (what the importer accepts); limits cite I-3.
 RULE_FORMAT = "I-1"
@@ -57,7 +57,7 @@ def refuse_clipped(template: str, path: str, *, values: Mapping[str, Any], clip:
         values[clip] = quoted[: max(0, len(quoted) - over)]
     refusal = ValidationFailed(template, field=path, rule=RULE_FORMAT, values=values)
     if len(refusal.message) > limit:  # the path alone is longer than the limit: cut the English itself
-        refusal.message = refusal.message[:limit]
+        refusal.message = Phrase(refusal.message[:limit])
         refusal.args = (refusal.message,)
     raise refusal
 

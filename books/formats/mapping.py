@@ -42,9 +42,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from books import limits as book_limits
 from books.fields import DEFAULT_ORDER, DEFAULT_PRIORITY
 from books.formats.detect import read_book
-from books import limits as book_limits
 from books.formats.limits import FormatLimits, current_limits, entry_cap
 from books.formats.model import (
     EXTRA_ST,

@@ -36,8 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
-from books.fields import ENTRY_DEFAULTS as D
-from books.fields import PLACEMENTS, ROLES, SECONDARY_LOGICS  # noqa: F401 - re-exported for the formats
+from books.fields import ENTRY_DEFAULTS as D, PLACEMENTS, ROLES, SECONDARY_LOGICS  # noqa: F401 - re-exported for the formats
 from lore_platform.errors import Term, ValidationFailed
 from lore_platform.text import text_problem, text_repair
 

@@ -18,8 +18,8 @@ from books.services.cleaning import (
     _as_choice,
     _book_clean,
     _book_rules_check,
-    field_refusal,
     _unknown_fields,
+    field_refusal,
 )
 from books.services.positions import _book_lock
 from lore_platform.errors import Conflict, NotFound, PermissionDenied

@@ -28,7 +28,7 @@ class InjectionOut(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
     content = serializers.CharField(help_text="The text the model sees (decorators removed, macros replaced).")
     tokens = serializers.IntegerField(help_text="Tokens by the model's tokenizer (C-14).")
-    label = serializers.CharField(allow_null=True, help_text="In group chats, the character whose book it is (W-8).")
+    label = serializers.CharField(allow_null=True, help_text="In group chats, the character whose book it is (W-8).")  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
     cache_stable = serializers.BooleanField(help_text="Part of the prompt that stays the same turn to turn (W-2).")
     placement = serializers.ChoiceField(choices=Placement.choices, required=False,
                                         help_text="Server profile: around the persona (S-8).")
@@ -73,7 +73,7 @@ class TokenizerOut(serializers.Serializer):
 class BookUsedOut(serializers.Serializer):
     id = serializers.IntegerField()
     title = serializers.CharField()
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
     via = serializers.CharField(help_text="character, story, novel, tenant, server, persona, request or preview.")
 
 
@@ -185,7 +185,7 @@ class RenderedMessageOut(serializers.Serializer):
     content = serializers.CharField(allow_blank=True)
     slot = serializers.CharField(help_text="The template slot it fills.")
     entry = serializers.IntegerField(required=False, help_text="The lore entry it carries.")
-    label = serializers.CharField(required=False)
+    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
 
 
 class ContextOut(serializers.Serializer):

@@ -38,10 +38,10 @@ class CharacterIn(serializers.Serializer):
 
 
 class StoryOut(serializers.ModelSerializer):
-    cast_ids = serializers.PrimaryKeyRelatedField(source="cast", many=True, read_only=True)
+    cast_ids: serializers.PrimaryKeyRelatedField[Character] = serializers.PrimaryKeyRelatedField(source="cast", many=True, read_only=True)
 
     class Meta:
-        model = Story
+        model: type[Story | Novel] = Story
         fields = ["id", "title", "cast_ids", "created_at"]
 
 
@@ -68,7 +68,8 @@ class ChatIn(serializers.Serializer):
 
 
 class ChatOut(serializers.ModelSerializer):
-    member_ids = serializers.PrimaryKeyRelatedField(source="members", many=True, read_only=True)
+    member_ids: serializers.PrimaryKeyRelatedField[Character] = serializers.PrimaryKeyRelatedField(
+        source="members", many=True, read_only=True)
 
     class Meta:
         model = Chat
@@ -173,7 +174,7 @@ class ModelIn(serializers.Serializer):
 
 class ChannelIn(serializers.Serializer):
     id = serializers.CharField(max_length=64)
-    parent = serializers.CharField(required=False, allow_null=True, default=None, max_length=64)
+    parent = serializers.CharField(required=False, allow_null=True, default=None, max_length=64)  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
 
 
 class ActiveCharacterIn(serializers.Serializer):
@@ -184,7 +185,7 @@ class ActiveCharacterIn(serializers.Serializer):
                                  max_length=200, help_text="The character's tags, compared with the filters' tags.")
 
 
-_MATCH_TEXT = {"required": False, "default": "", "allow_blank": True, "trim_whitespace": False, "max_length": 100_000}
+_MATCH_TEXT: dict[str, Any] = {"required": False, "default": "", "allow_blank": True, "trim_whitespace": False, "max_length": 100_000}
 
 
 class MatchTextsIn(serializers.Serializer):
@@ -229,7 +230,7 @@ class ContextIn(serializers.Serializer):
                                help_text="Card and persona texts that SillyTavern entries with match flags also scan.")
 
 
-def _plain_text(field: serializers.CharField, value: object) -> bool:
+def _plain_text(field: Any, value: object) -> bool:
     """A value the CharField keeps exactly as sent: a non-blank string, nothing to trim, within max_length."""
     return (isinstance(value, str) and 0 < len(value) <= (field.max_length or len(value))
             and value == value.strip())
@@ -249,7 +250,7 @@ def context_in_fast(data: object) -> dict[str, Any] | None:
         return None
     declared = ContextIn._declared_fields
     model, names, log = data.get("model"), data.get("names"), data.get("log", "compact")
-    if log not in declared["log"].choices:
+    if log not in getattr(declared["log"], "choices", ()):
         return None
     values: dict[str, Any] = {}
     if "model" in data:

@@ -1,6 +1,7 @@
 """Characters, stories, novels, chats, attachments, and the per-turn context call."""
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from django.db.models import QuerySet
@@ -10,25 +11,21 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from lore_platform.api.base import TenantAPIView, TenantViewSet
-from lore_platform.api.pagination import Pagination
-from cast import chats as chat_services
-from cast import living
-from cast import selectors as cast_selectors
-from cast import turns
+from books.api.io_views import CappedMultiPartParser
+from books.selectors import book_entry_count
+from cast import chats as chat_services, living, personas, selectors as cast_selectors, turns
 from cast.api import serializers as s
 from cast.api.answers import ContextOut, context_body
-from cast import personas
 from cast.attachments import attachment_delete, book_attach
 from cast.models import Attachment, Character, Chat, Novel, Story
 from cast.services import character_delete, character_import
+from lore_platform.api.base import TenantAPIView, TenantViewSet
+from lore_platform.api.errors import ErrorOut
+from lore_platform.api.pagination import Pagination
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
-from books.api.io_views import CappedMultiPartParser
-from lore_platform.api.errors import ErrorOut
-from books.selectors import book_entry_count
-from retrieval.engine import values as ev
 from retrieval.adapter.lookup import lore_lookup
+from retrieval.engine import values as ev
 from sharing.selectors import book_for_attach
 
 CONTEXT_RESPONSE = OpenApiResponse(response=ContextOut, description="The lore for this turn, in prompt order, "
@@ -43,7 +40,8 @@ def turn_input(data: dict[str, Any], *, messages: list[dict[str, str]] | None = 
     character = data.get("character")
     return turns.TurnInput(
         profile=data.get("profile") or "",
-        messages=tuple(ev.Message(role=m["role"], text=m["text"], name=m.get("name", ""))
+        # The serializer let only user, assistant and system through.
+        messages=tuple(ev.Message(role=typing.cast(ev.Role, m["role"]), text=m["text"], name=m.get("name", ""))
                        for m in (messages if messages is not None else data["messages"])),
         names=ev.Names(user=names.get("user", "User"), char=names.get("char", "Character"), bot=names.get("bot")),
         model_id=model.get("id") or None,
@@ -164,7 +162,7 @@ class AttachmentViewSet(mixins.ListModelMixin, TenantViewSet):
 
     @extend_schema(responses=s.AttachmentOut(many=True))
     def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.get_queryset()) or []
         rows = [s.attachment_out(a, cast_selectors.attachment_seen(self.actor, a)) for a in page]
         return self.get_paginated_response(rows)
 

@@ -13,10 +13,6 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from lore_platform.api.base import TenantAPIView
-from lore_platform.api.pagination import PageParams, Pagination, page_of
-from lore_platform.api.parsers import JSONBodyParser
-from lore_platform.errors import PermissionDenied
 from jobs import selectors, services
 from jobs.api.serializers import (
     AcceptIn,
@@ -27,6 +23,10 @@ from jobs.api.serializers import (
     SplitIn,
     job_out,
 )
+from lore_platform.api.base import TenantAPIView
+from lore_platform.api.pagination import PageParams, Pagination, page_of
+from lore_platform.api.parsers import JSONBodyParser
+from lore_platform.errors import PermissionDenied
 
 ERROR = OpenApiResponse(description='`{"error": {"code", "message", "field", "rule", "details"}}`')
 START_ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 422: ERROR, 429: ERROR}
@@ -51,7 +51,7 @@ class JobListView(TenantAPIView):
                    summary="The caller's AI jobs, newest first")
     def get(self, request: Request) -> Response:
         paginator = Pagination()
-        page = paginator.paginate_queryset(selectors.jobs_visible(self.actor), request, view=self) or []
+        page: list[Any] = paginator.paginate_queryset(selectors.jobs_visible(self.actor), request, view=self) or []
         return paginator.get_paginated_response([job_out(job, with_input=False) for job in page])
 
 

@@ -10,6 +10,7 @@ without running the handler. A POST without the header costs one header lookup.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -69,7 +70,7 @@ def _body_of(request: Any) -> bytes:
 
 
 class TenantAPIMixin(ConditionalMixin):
-    permission_classes = [IsTenantActor]
+    permission_classes: Sequence[Any] = [IsTenantActor]
     # Scope an unsafe method needs; read-only POSTs (previews, stateless context) lower it.
     required_scope = "write"
     request: Any
@@ -130,7 +131,7 @@ class TenantAPIView(TenantAPIMixin, APIView):
     pass
 
 
-class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):  # type: ignore[type-arg]
+class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _sealed(cls, TenantGenericAPIView)
@@ -142,7 +143,7 @@ class TenantGenericAPIView(TenantAPIMixin, generics.GenericAPIView):  # type: ig
         return self.scoped_queryset(self.actor)
 
 
-class TenantViewSet(TenantAPIMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class TenantViewSet(TenantAPIMixin, viewsets.GenericViewSet):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _sealed(cls, TenantViewSet)

@@ -53,12 +53,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, Http404):
         return error_response(status.HTTP_404_NOT_FOUND, {"code": "not_found", "message": "Not found."})
     if isinstance(exc, BodyRefused):
-        body = {"code": exc.error_code, "message": str(exc.detail), "details": exc.details}
+        refused: dict[str, Any] = {"code": exc.error_code, "message": str(exc.detail), "details": exc.details}
         if exc.field:
-            body["field"] = exc.field
+            refused["field"] = exc.field
         if exc.rule:
-            body["rule"] = exc.rule
-        return error_response(status.HTTP_400_BAD_REQUEST, body)
+            refused["rule"] = exc.rule
+        return error_response(status.HTTP_400_BAD_REQUEST, refused)
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
 
@@ -89,7 +89,8 @@ class ErrorBodyOut(serializers.Serializer):
     field = serializers.CharField(required=False, help_text="The field at fault, e.g. `entries[3].content`.")
     rule = serializers.CharField(required=False, help_text="The product rule, e.g. `W-12`, `S-14`.")
     details = serializers.DictField(required=False, help_text="e.g. {limit, actual, unit}; `request_id` on a 5xx.")
-    fields = serializers.DictField(required=False, help_text="On a 400: every field at fault, with its messages.")
+    fields = serializers.DictField(  # type: ignore[assignment]  # the error body's `fields`, not DRF's
+        required=False, help_text="On a 400: every field at fault, with its messages.")
 
 
 class ErrorOut(serializers.Serializer):

@@ -16,7 +16,7 @@ from rest_framework import serializers
 STRICT_REQUEST_COMPONENTS: set[str] = set()
 
 
-class StrictInput(serializers.Serializer):  # type: ignore[type-arg]
+class StrictInput(serializers.Serializer):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # The request component only: a serializer also used for answers keeps its response schema open.

@@ -21,7 +21,7 @@ class Pagination(PageNumberPagination):
     def get_page_size(self, request: Any) -> int:
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
-            return int(self.page_size)
+            return int(self.page_size or MAX_PAGE_SIZE)
         try:
             size = int(raw)
         except ValueError:

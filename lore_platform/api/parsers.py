@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -147,7 +148,8 @@ def body_too_large(size: int | None, limit: int) -> PayloadTooLarge:
 class JSONBodyParser(JSONParser):
     media_type = "application/json"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
         request = (parser_context or {}).get("request")
         length = body_length(request) if request is not None else 0
         if length > JSON_BODY_BYTES:

@@ -63,7 +63,7 @@ class TenantRateThrottle(BaseThrottle):
     key_prefix = "throttle"
 
     def __init__(self) -> None:
-        self.limit, self.period = rate_parse(api_settings.DEFAULT_THROTTLE_RATES[self.scope])
+        self.limit, self.period = rate_parse(str(api_settings.DEFAULT_THROTTLE_RATES[self.scope]))
         self.retry_after = 0.0
 
     def allow_request(self, request: Any, view: Any) -> bool:

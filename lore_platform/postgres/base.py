@@ -21,6 +21,10 @@ from psycopg import pq
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    # Set by Django's base wrapper (CONN_HEALTH_CHECKS); the stubs leave them out.
+    health_check_enabled: bool
+    health_check_done: bool
+
     def close_if_health_check_failed(self) -> None:
         if self.pool or self.connection is None or not self.health_check_enabled or self.health_check_done:
             return

@@ -53,7 +53,7 @@ class Membership(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[Membership] = TenantScopedManager()
+    objects = TenantScopedManager["Membership"]()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="membership_unique_user_per_tenant")]
@@ -80,7 +80,7 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
-    objects: TenantScopedManager[ApiKey] = TenantScopedManager()
+    objects = TenantScopedManager["ApiKey"]()
 
     @property
     def is_active(self) -> bool:
@@ -110,7 +110,7 @@ class Invitation(models.Model):
     # Revoked by an admin, declined by the invitee, or replaced by a newer invitation.
     revoked_at = models.DateTimeField(null=True, blank=True)
 
-    objects: TenantScopedManager[Invitation] = TenantScopedManager()
+    objects = TenantScopedManager["Invitation"]()
 
     def is_pending(self, now: datetime | None = None) -> bool:
         return self.accepted_at is None and self.revoked_at is None and self.expires_at > (now or timezone.now())

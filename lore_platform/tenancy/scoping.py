@@ -39,13 +39,14 @@ class TenantScopedQuerySet(models.QuerySet[M], Generic[M]):
         self._tenant_scoped = True
         return self
 
-    def for_tenant(self, tenant: Tenant) -> TenantScopedQuerySet[M]:
+    def for_tenant(self, tenant: Tenant | int) -> TenantScopedQuerySet[M]:
+        # A tenant's id scopes as well as the row (the sweeps carry ids across tenants).
         if tenant is None:
             raise ValueError("for_tenant() needs a tenant; use unscoped() for operator code")
         return self.filter(tenant=tenant)._scoped()
 
     def unscoped(self) -> TenantScopedQuerySet[M]:
-        return self._chain()._scoped()
+        return self.all()._scoped()
 
     # --- the guard: every way a queryset reaches the database ---------------------------------
 
@@ -58,7 +59,7 @@ class TenantScopedQuerySet(models.QuerySet[M], Generic[M]):
             )
 
     def _clone(self) -> TenantScopedQuerySet[M]:
-        clone = super()._clone()
+        clone: TenantScopedQuerySet[M] = super()._clone()  # type: ignore[misc]  # a private hook, not in the stubs
         clone._tenant_scoped = self._tenant_scoped
         return clone
 
@@ -124,7 +125,7 @@ class TenantScopedManager(models.Manager[M], Generic[M]):
             queryset._tenant_scoped = True
         return queryset
 
-    def for_tenant(self, tenant: Tenant) -> TenantScopedQuerySet[M]:
+    def for_tenant(self, tenant: Tenant | int) -> TenantScopedQuerySet[M]:
         return self.get_queryset().for_tenant(tenant)
 
     def unscoped(self) -> TenantScopedQuerySet[M]:

@@ -35,9 +35,10 @@ def api_key_authenticate(raw_key: str) -> ApiKey | None:
             return None
         api_key = cached.api_key()
     else:
-        api_key = _api_key_load(prefix)
-        if api_key is None or not api_key.is_active or not key_matches(secret, api_key.secret_hash):
+        loaded = _api_key_load(prefix)
+        if loaded is None or not loaded.is_active or not key_matches(secret, loaded.secret_hash):
             return None
+        api_key = loaded
         verified_keys.put(prefix, api_key)
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
@@ -136,7 +137,7 @@ verified_keys = VerifiedKeyCache()
 
 
 def actor_for_api_key(api_key: ApiKey) -> Actor:
-    role = Membership.Role.MEMBER
+    role: str = Membership.Role.MEMBER
     annotated = getattr(api_key, "member_role", None)
     if annotated is not None:
         role = annotated

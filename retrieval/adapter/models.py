@@ -35,7 +35,7 @@ def vector_to_pg_text(vector: Vector) -> str:
     return "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
 
 
-class EmbeddingField(models.Field):  # type: ignore[type-arg]
+class EmbeddingField(models.Field):
     """A float32 vector: pgvector ``vector`` on PostgreSQL, ``blob`` elsewhere."""
 
     description = "Embedding vector (pgvector on PostgreSQL, float32 bytes elsewhere)"
@@ -89,7 +89,7 @@ class EntryVector(models.Model):
     # When this vector was (re)computed; also how the in-process index notices changes.
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[EntryVector] = TenantScopedManager()
+    objects = TenantScopedManager["EntryVector"]()
 
     class Meta:
         # Covers the per-turn freshness check of the in-process index (count and newest
@@ -119,7 +119,7 @@ class BookIndexCoverage(models.Model):
     # When the figures were counted: the in-process vector index also reloads when it changes.
     counted_at = models.DateTimeField(default=timezone.now)
 
-    objects: TenantScopedManager[BookIndexCoverage] = TenantScopedManager()
+    objects = TenantScopedManager["BookIndexCoverage"]()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["book", "model_name"], name="bookindexcoverage_book_model")]

@@ -36,6 +36,8 @@ from django.db import connection
 from books.models import Entry
 from lore_platform.tenancy.models import Tenant
 from retrieval.adapter.embedders import embedder_get, message_cache_get
+from retrieval.adapter.indexing import books_mostly_indexed, books_vector_stamps, coverage_cache_clear
+from retrieval.adapter.models import EntryVector, vector_to_pg_text
 from retrieval.engine.embeddings import (
     Embedder,
     MemoryVectorIndex,
@@ -45,8 +47,6 @@ from retrieval.engine.embeddings import (
     as_vector,
     vectors_mean,
 )
-from retrieval.adapter.indexing import books_mostly_indexed, books_vector_stamps, coverage_cache_clear
-from retrieval.adapter.models import EntryVector, vector_to_pg_text
 
 # HNSW candidate list size; 40 (pgvector's default) loses recall once filters drop rows.
 HNSW_EF_SEARCH = 100

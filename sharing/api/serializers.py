@@ -223,7 +223,7 @@ class SharingOut(serializers.Serializer):
     published_at = serializers.DateTimeField(allow_null=True)
     copy_count = serializers.IntegerField()
     attach_count = serializers.IntegerField()
-    source = SourceOut(allow_null=True, help_text="Provenance, when this book is a copy (P-2).")
+    source = SourceOut(allow_null=True, help_text="Provenance, when this book is a copy (P-2).")  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
     translations = TranslationLineOut(many=True)
     notices = NoticeOut(many=True, help_text="What a change also did, e.g. the living world turned off (L-1).")
 
@@ -285,7 +285,7 @@ class CopyBookOut(serializers.Serializer):
 
 class CopyOut(serializers.Serializer):
     book = CopyBookOut()
-    source = SourceOut()
+    source = SourceOut()  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
 
 
 def copy_out(state: SharingState) -> dict[str, Any]:
@@ -306,7 +306,7 @@ def copy_out(state: SharingState) -> dict[str, Any]:
 
 
 class LanguagePairOut(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a declared field named like a DRF Field attribute
     target = serializers.CharField()
 
 

@@ -15,19 +15,19 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from lore_platform.api.parsers import JSONBodyParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from books.access import access_book
-from books.living import living_world_off_notice
 from books.api.io_views import IgnoreFormatParamNegotiation, download
-from lore_platform.tenancy.permissions import request_actor
+from books.living import living_world_off_notice
 from books.models import Book
 from lore_platform.api.base import TenantAPIView
 from lore_platform.api.pagination import PageParams, Pagination, page_of
+from lore_platform.api.parsers import JSONBodyParser
+from lore_platform.tenancy.permissions import request_actor
 from sharing import selectors, services
 from sharing.api.serializers import (
     CopyIn,

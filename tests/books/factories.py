@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from books.models import Book, Entry, Profile, Scope, content_hash
 from books.lineages import lineage_get_or_create
+from books.models import Book, Entry, Profile, Scope, content_hash
 from lore_platform.tenancy.actor import Actor
 
 SMART_LORE = "The river city of Varn trades salt for iron every spring."  # > 20 characters

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from books.models import Book, Profile, Scope
 from books.lineages import lineage_get_or_create
+from books.models import Book, Profile, Scope
 from tests.books.factories import make_book, make_entry, version
 
 pytestmark = pytest.mark.django_db

@@ -11,12 +11,19 @@ from dataclasses import MISSING, fields
 import pytest
 
 from books.api.serializers import EntryIn
-from books.fields import DEFAULT_PRIORITY, ENTRY_DEFAULTS, ENTRY_FIELD, ENTRY_FIELDS, ENTRY_FILE_FIELDS, ENTRY_LORE_FIELDS
+from books.fields import (
+    DEFAULT_PRIORITY,
+    ENTRY_DEFAULTS,
+    ENTRY_FIELD,
+    ENTRY_FIELDS,
+    ENTRY_FILE_FIELDS,
+    ENTRY_LORE_FIELDS,
+)
 from books.formats.model import ImportedEntry
 from books.models import Entry
+from retrieval.adapter.loading import engine_entry
 from retrieval.engine import values as ev
 from retrieval.engine.cases import books_from_case
-from retrieval.adapter.loading import engine_entry
 
 # Structure, not fields of the lore: the row id and who it belongs to.
 STRUCTURAL = {"id", "tenant", "book"}

@@ -15,8 +15,8 @@ from django.urls import resolve
 from books.api.io_views import BookImportView
 from books.formats import read_book
 from books.formats.card_png import PNG_SIGNATURE
-from books.models import Book, Profile, Scope
 from books.lineages import lineage_get_or_create
+from books.models import Book, Profile, Scope
 from lore_platform.tenancy.services import api_key_create, membership_set, user_get_or_create
 from tests.books.factories import fill, make_book, make_entry
 from tests.books.formats.builders import (

@@ -12,8 +12,8 @@ from books.exports import book_export
 from books.formats import entry_fingerprint, read_book
 from books.formats.limits import MIB
 from books.imports import book_import_into, book_import_new
-from books.models import Book, Entry, IndexingState, Profile, Scope
 from books.lineages import lineage_get_or_create
+from books.models import Book, Entry, IndexingState, Profile, Scope
 from lore_platform.errors import Conflict, LimitExceeded, NotFound, PayloadTooLarge, PermissionDenied, ValidationFailed
 from tests.books.factories import admin_actor, entry_count, fill, make_book, make_entry, member_actor, version
 from tests.books.formats.builders import card, card_book, chara_chunk, charx, png_with, st_entry, world, world_bytes

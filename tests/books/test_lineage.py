@@ -4,10 +4,9 @@ from __future__ import annotations
 import pytest
 
 from books import selectors, services
-from books.models import Book, Entry, Profile, Scope
-from books.models import Lineage
-from cast.models import Character
 from books.lineages import lineage_get_or_create
+from books.models import Book, Entry, Lineage, Profile, Scope
+from cast.models import Character
 from cast.services import character_delete, character_import
 from lore_platform.errors import Conflict, LimitExceeded, NotFound, ValidationFailed
 from tests.books.factories import admin_actor, fill, member_actor

@@ -6,10 +6,10 @@ import pytest
 from books import services
 from books.models import Entry, Profile, Scope
 from lore_platform.errors import ValidationFailed
+from retrieval.adapter.loading import engine_book
 from retrieval.engine.server import server_assemble
 from retrieval.engine.tokenizers import tokenizer_by_name
 from retrieval.engine.values import Channel, Message, TurnRequest
-from retrieval.adapter.loading import engine_book
 from tests.books.factories import admin_actor, make_book, make_entry, member_actor, snapshot
 
 pytestmark = pytest.mark.django_db

@@ -204,10 +204,10 @@ def test_canon_meter_uses_the_models_tokenizer_and_window(tenant_a):
 
 def test_canon_meter_packs_as_the_live_selection_does(tenant_a):
     """W-1 in one place: the meter's "fits" is what the smart turn injects as canon."""
+    from retrieval.adapter.loading import engine_book
     from retrieval.engine.smart import smart_assemble
     from retrieval.engine.tokenizers import tokenizer_by_name
     from retrieval.engine.values import Message, Model, TurnRequest
-    from retrieval.adapter.loading import engine_book
 
     book = make_book(tenant_a, profile=Profile.SMART)
     for title, chars in (("Frame", 2_000), ("Magic", 1_600), ("Off", 400), ("Tone", 400), ("Coda", 800)):

@@ -272,3 +272,16 @@ def test_an_unknown_model_fails_saying_so(tenant_a, model, django_capture_on_com
     body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
     assert body["state"] == "failed" and body["error"]["code"] == "model_not_found"
     assert "'test-model'" in body["error"]["message"] and len(model.requests) == 1
+
+
+@pytest.mark.parametrize("count,marked,kept", [(4, 4, 1), (5, 5, 2), (8, 8, 2), (9, 9, 3), (16, 16, 4), (7, 0, 1)])
+def test_a_few_entries_stay_canon_at_most_a_quarter_rounded_up(tenant_a, model, django_capture_on_commit_callbacks,
+                                                              count, marked, kept):
+    # "a few marked canon" — a model that marks everything canon keeps the first quarter (rounded
+    # up), one that marks nothing gets the first entry, and the draft says so.
+    model.script(completion(entries_json([entry(n, canon=n <= marked) for n in range(1, count + 1)])))
+    body = job(tenant_a.admin_client, start(tenant_a.admin_client, django_capture_on_commit_callbacks))
+    assert body["state"] == "done"
+    flags = [e["canon"] for e in body["draft"]]
+    assert flags == [True] * kept + [False] * (count - kept)
+    assert any("canon" in warning for warning in body["warnings"])

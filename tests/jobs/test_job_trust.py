@@ -161,7 +161,6 @@ def broker_down(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_starting_a_job_with_the_broker_down_answers_202_at_once_and_the_sweep_sends_it_later(
         tenant_a, no_model, broker_down, django_capture_on_commit_callbacks):
     from config.celery import app
-
     from lore_platform import tasks as lw_tasks
 
     lw_tasks.task_publish("jobs.jobs_sweep")  # the process's first publish loads kombu's Redis transport

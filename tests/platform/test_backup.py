@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from backup.services import tenant_backup, tenant_restore
-from books.models import Book, Profile, Scope
-from books.models import Lineage
-from cast.models import Character
 from books.lineages import lineage_get_or_create
+from books.models import Book, Lineage, Profile, Scope
+from cast.models import Character
 from cast.services import character_import
 from lore_platform.errors import Conflict, LimitExceeded, PayloadTooLarge, PermissionDenied, ValidationFailed
 from lore_platform.tenancy.services import membership_set

@@ -225,9 +225,14 @@ def _names(rows: Any) -> list[str]:
 
 def tenant_rows(tenant: Tenant, outside: Tenant) -> dict[str, list[Any]]:
     idents = _idents(tenant, outside)
-    book = lambda pk: idents["book"].get(pk)
-    entry = lambda pk: _id(idents, "entry", pk)
-    chat = lambda pk: _id(idents, "chat", pk)
+    def book(pk: Any) -> Any:
+        return idents["book"].get(pk)
+
+    def entry(pk: Any) -> Any:
+        return _id(idents, "entry", pk)
+
+    def chat(pk: Any) -> Any:
+        return _id(idents, "chat", pk)
 
     def of(model: Any, order: str = "pk") -> Any:
         return model.objects.for_tenant(tenant).order_by(order)
@@ -350,7 +355,8 @@ def test_a_bad_backup_names_the_problem_and_writes_nothing(make_tenant, settings
     a, b, other = make_tenant("Alpha"), make_tenant("Beta"), make_tenant("Gamma")
     _everything(a, other, django_capture_on_commit_callbacks, settings)
     doc = json.loads(a.admin_client.get("/api/v1/backup").content)
-    counts = lambda: [m.objects.for_tenant(b.tenant).count() for m in (Book, Character, Chat, LoreWrite)]
+    def counts() -> list[int]:
+        return [m.objects.for_tenant(b.tenant).count() for m in (Book, Character, Chat, LoreWrite)]
     before = counts()
     cases = [
         (lambda d: d["backup"]["chats"][0].update(character=999_999), "backup.chats.0.character"),

@@ -479,3 +479,23 @@ def test_a_tool_call_body_with_an_unknown_field_is_refused_naming_it(tenant_a, c
     assert LoreWrite.objects.for_tenant(tenant_a.tenant).count() == 0
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     assert schema["components"]["schemas"]["ToolCallInRequest"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("visibility", ["unlisted", "public"])
+def test_a_shared_book_never_takes_the_models_writes_even_with_the_flag_left_on(tenant_a, visibility):
+    # L-1: only private books live. Publishing turns the flag off, but a row that kept it (an older
+    # version, a write that raced the publish) must still be refused at the turn: no tools, no write.
+    book = _living(tenant_a)
+    make_entry(book, title="Salt", content="Salt is money in Varn; the guild weighs it.")
+    chat, _ = _play(tenant_a, book)
+    assert {"lore_create", "lore_append"} <= {t["function"]["name"] for t in _context(
+        tenant_a.member_client, chat, "hello")["tools"]}
+    Book.objects.for_tenant(tenant_a.tenant).filter(pk=book.pk).update(visibility=visibility, living_world=True)
+    tools = {t["function"]["name"] for t in _context(tenant_a.member_client, chat, "hello")["tools"]}
+    assert not tools & {"lore_create", "lore_append"}
+    response = tenant_a.member_client.post(f"/api/v1/chats/{chat}/tool-calls", {
+        "reply_id": "r1", "tool_call": {"id": "c1", "type": "function", "function": {
+            "name": "lore_create", "arguments": json.dumps({"title": "Glass Tower", "lore": LORE, "aliases": None})}},
+    }, format="json")
+    assert not (response.status_code == 200 and response.json()["ok"])
+    assert not _writes(book).exists() and "Glass Tower" not in _entries(book)

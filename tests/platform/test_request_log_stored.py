@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.platform.test_context_api import _book, _character, _chat, _context, _attach
+from tests.platform.test_context_api import _attach, _book, _character, _chat, _context
 
 pytestmark = pytest.mark.django_db
 

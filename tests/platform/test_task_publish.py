@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from cast.tasks import request_usage_sweep
 from config.celery import app as celery_app
 from lore_platform import tasks as lw_celery
-from cast.tasks import request_usage_sweep
 
 
 @pytest.fixture

@@ -8,12 +8,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from books.events import entries_changed
 from books.models import Entry, IndexingState
 from books.services import book_create, entry_create, entry_update
 from lore_platform.tenancy.actor import Actor
 from retrieval.adapter.embedders import DEFAULT_EMBEDDER
-from retrieval.engine.embeddings import MessageEmbeddingCache
-from books.events import entries_changed
 from retrieval.adapter.indexing import (
     MOSTLY_INDEXED,
     book_index_coverage,
@@ -34,6 +33,7 @@ from retrieval.adapter.vector_store import (
     vector_index_get,
     window_weights,
 )
+from retrieval.engine.embeddings import MessageEmbeddingCache
 from tests.retrieval.embedding_helpers import CountingEmbedder, real_embedder
 
 pytestmark = pytest.mark.django_db

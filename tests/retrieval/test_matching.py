@@ -5,8 +5,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from retrieval.engine.matching import (
     CompileCache,

@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from retrieval.engine import assemble
-from retrieval.engine import values as ev
+from retrieval.engine import assemble, values as ev
 from retrieval.engine.sillytavern import book_from_st_json
 from retrieval.engine.tokenizers import tokenizer_for
 from tests.shared_data import REPO_ROOT

@@ -222,7 +222,7 @@ def test_world_index_holds_twelve_topics_plus_six_linked():
                *[relevant(f"l{i}", 30, title=t) for i, t in enumerate(linked_titles)]]
     selection = run(entries, chat=[("user", "Show me the Hub.")], window=4_000)
     assert slot(selection, "matched")[0] == "hub"
-    lines = [l.entry for l in selection.world_index]
+    lines = [line.entry for line in selection.world_index]
     assert len(lines) == 12 + 6
     assert [e for e in lines if e.startswith("l")] == [f"l{i}" for i in range(6)]
     assert all(outcome(selection, e) == "indexed_only" for e in lines)
@@ -270,7 +270,7 @@ def test_disabled_entries_reach_no_path():
                Entry(id="hub", title="Hub", content="Mirror Hall and more."), relevant("x", 3000)]
     selection = run(entries, chat=[("user", "The Mirror Hall, the Glass Archive and the Hub.")], window=20_000)
     assert "gone" not in [i.entry for i in selection.injections]
-    assert "gone" not in [l.entry for l in selection.world_index]
+    assert "gone" not in [line.entry for line in selection.world_index]
     assert outcome(selection, "gone") == "disabled"
 
 

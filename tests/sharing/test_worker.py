@@ -8,6 +8,7 @@ from sharing.translation import package_install_from_path
 from tests.celery_worker import celery_worker
 from tests.shared_data import require_shared
 
+
 @pytest.fixture
 def worker(transactional_db, tmp_path):
     """A worker whose data dir holds the toy package (settings default: DATA_DIR/translation-packages)."""

@@ -8,13 +8,11 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.tokens import default_token_generator
 from django.contrib.auth.views import LoginView, PasswordResetConfirmView
-from django.urls import reverse_lazy
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.urls import reverse, reverse_lazy
+from django.utils.encoding import force_bytes
+from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_encode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -27,8 +25,8 @@ from lore_platform.tenancy.services import (
     api_key_create,
     api_key_revoke,
     invitation_accept,
-    invitation_decline,
     invitation_create,
+    invitation_decline,
     invitation_open,
     invitation_revoke,
     password_reset_request,
@@ -49,7 +47,7 @@ from web.forms import (
 )
 from web.refusals import FORM_REFUSED_STATUS, form_page_status, refusal_on_form, refusal_text
 from web.selectors import api_keys_of
-from web.session import actor_required, tenant_switch
+from web.session import actor_required, page_actor, tenant_switch
 from web.views.common import refusals_as_pages
 
 BACKEND = "lore_platform.tenancy.backends.ThrottledModelBackend"
@@ -257,7 +255,7 @@ def switch_tenant(request: HttpRequest) -> HttpResponse:
 
 def _keys_page(request: HttpRequest, *, form: ApiKeyForm | None = None, origins_form: CorsOriginsForm | None = None,
                issued: IssuedKey | None = None, status: int = 200) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     if origins_form is None:
         origins_form = CorsOriginsForm(initial={"origins": "\n".join(tenant_cors_origins(actor.tenant))})
     return render(request, "web/keys.html", {
@@ -266,7 +264,7 @@ def _keys_page(request: HttpRequest, *, form: ApiKeyForm | None = None, origins_
 
 
 def _admin_refused(request: HttpRequest) -> HttpResponse | None:
-    if request.actor.is_admin:  # type: ignore[attr-defined]
+    if page_actor(request).is_admin:
         return None
     return render(request, "web/refused.html", {"error": DomainError(_("Only workspace admins manage API keys."))},
                   status=403)
@@ -278,7 +276,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     """Admins create (the key is shown once) and revoke their tenant's API keys."""
     if (refused_page := _admin_refused(request)) is not None:
         return refused_page
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     form = ApiKeyForm(request.POST or None)
     issued = None
     if request.method == "POST" and form.is_valid():
@@ -300,7 +298,7 @@ def api_key_origins(request: HttpRequest) -> HttpResponse:
     form = CorsOriginsForm(request.POST)
     if form.is_valid():
         with refusal_on_form(form) as refused:
-            tenant_cors_set(tenant=request.actor.tenant, origins=form.origin_list())  # type: ignore[attr-defined]
+            tenant_cors_set(tenant=page_actor(request).tenant, origins=form.origin_list())
         if not refused:
             messages.success(request, _("Allowed origins saved."))
             return redirect("web-keys")
@@ -314,7 +312,7 @@ def api_key_origins(request: HttpRequest) -> HttpResponse:
 def api_key_revoke_page(request: HttpRequest, key_id: int) -> HttpResponse:
     if (refused_page := _admin_refused(request)) is not None:
         return refused_page
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     api_key_revoke(tenant=actor.tenant, key_id=key_id)
     messages.success(request, _("Key revoked."))
     return redirect("web-keys")
@@ -322,7 +320,7 @@ def api_key_revoke_page(request: HttpRequest, key_id: int) -> HttpResponse:
 
 
 def _admins_only(request: HttpRequest) -> HttpResponse | None:
-    if request.actor.is_admin:  # type: ignore[attr-defined]
+    if page_actor(request).is_admin:
         return None
     return render(request, "web/refused.html",
                   {"error": DomainError(_("Only workspace admins manage members."))}, status=403)
@@ -336,7 +334,7 @@ def members(request: HttpRequest) -> HttpResponse:
     refused_page = _admins_only(request)
     if refused_page is not None:
         return refused_page
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     form = InviteForm(request.POST or None)
     issued = None
     if request.method == "POST" and form.is_valid():
@@ -361,6 +359,6 @@ def invitation_revoke_page(request: HttpRequest, invitation_id: int) -> HttpResp
     refused_page = _admins_only(request)
     if refused_page is not None:
         return refused_page
-    invitation_revoke(tenant=request.actor.tenant, invitation_id=invitation_id)  # type: ignore[attr-defined]
+    invitation_revoke(tenant=page_actor(request).tenant, invitation_id=invitation_id)
     messages.success(request, _("Invitation revoked."))
     return redirect("web-members")

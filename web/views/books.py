@@ -31,8 +31,7 @@ from books.services.entry_write import (
 from cast import turns
 from lore_platform.errors import ValidationFailed
 from retrieval.engine import values as ev
-from sharing import selectors as sharing
-from sharing import services as sharing_services
+from sharing import selectors as sharing, services as sharing_services
 from web import selectors as web_selectors
 from web.forms import (
     BookCreateForm,
@@ -49,7 +48,7 @@ from web.refusals import (
     refusal_as_message,
     refusal_on_form,
 )
-from web.session import actor_required
+from web.session import actor_required, page_actor
 from web.views.common import (
     is_htmx,
     page_of,
@@ -74,7 +73,7 @@ def _upload(form: Any) -> tuple[bytes, str]:
 @actor_required
 @refusals_as_pages
 def my_books(request: HttpRequest) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     create = BookCreateForm(request.POST if request.POST.get("action") == "create" else None)
     upload = ImportNewForm(request.POST if request.POST.get("action") == "import" else None,
                            request.FILES if request.POST.get("action") == "import" else None)
@@ -88,9 +87,9 @@ def my_books(request: HttpRequest) -> HttpResponse:
         if not refused:
             return redirect("web-book", book_id=book.pk)
     if request.method == "POST" and request.POST.get("action") == "import" and upload.is_valid():
-        data, filename = _upload(upload)
+        raw, filename = _upload(upload)
         with refusal_on_form(upload) as refused:
-            result = imports.book_import_new(actor=actor, data=data, filename=filename,
+            result = imports.book_import_new(actor=actor, data=raw, filename=filename,
                                              profile=upload.cleaned_data["profile"],
                                              title=upload.cleaned_data["title"] or None)
         if not refused:
@@ -160,13 +159,14 @@ def _row_labels() -> dict[str, str]:
 
 
 def _editor_context(request: HttpRequest, book: Book) -> dict[str, Any]:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     get = request.GET
     flags = {"enabled": True, "disabled": False}
     enabled = flags.get(get.get("state", ""))
     canon = {"canon": True, "relevant": False}.get(get.get("kind", ""))
     never_used = True if get.get("never_used") else None
-    sort = get.get("sort") if get.get("sort") in ENTRY_SORTS or get.get("sort") == "title" else "position"
+    sort = get.get("sort") or "position"
+    sort = sort if sort in ENTRY_SORTS or sort == "title" else "position"
     entries = entry_list(book=book, enabled=enabled, canon=canon, never_used=never_used, q=get.get("q"),
                          sort="position" if sort == "title" else sort).only(*_ROW_COLUMNS)
     if sort == "title":
@@ -213,7 +213,7 @@ def _editor_context(request: HttpRequest, book: Book) -> dict[str, Any]:
 @actor_required
 @refusals_as_pages
 def book_page(request: HttpRequest, book_id: int) -> HttpResponse:
-    book = access_book(request.actor, book_id)  # type: ignore[attr-defined]
+    book = access_book(page_actor(request), book_id)
     context = _editor_context(request, book)
     if is_htmx(request) and request.GET.get("part") == "entries":
         return render(request, "web/_entries.html", context)
@@ -224,7 +224,7 @@ def book_page(request: HttpRequest, book_id: int) -> HttpResponse:
 @actor_required
 @refusals_as_pages
 def book_import_into(request: HttpRequest, book_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     form = ImportIntoForm(request.POST, request.FILES)
     if not form.is_valid():
@@ -241,7 +241,7 @@ def book_import_into(request: HttpRequest, book_id: int) -> HttpResponse:
 @refusals_as_pages
 def book_visibility(request: HttpRequest, book_id: int) -> HttpResponse:
     """P-1: private / unlisted / public (publishing needs ≥10 entries)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     was_living = book.living_world
     # P-1's floor and the like are said on the book page; only a book not mine is a page of its own.
@@ -259,7 +259,7 @@ def book_visibility(request: HttpRequest, book_id: int) -> HttpResponse:
 @actor_required
 @refusals_as_pages
 def book_link_rotate(request: HttpRequest, book_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     sharing_services.book_link_rotate(actor=actor, book=access_book(actor, book_id, need="edit"))
     messages.success(request, _("New link made: the old link no longer opens the book."))
     return redirect("web-book", book_id=book_id)
@@ -269,7 +269,7 @@ def book_link_rotate(request: HttpRequest, book_id: int) -> HttpResponse:
 @actor_required
 @refusals_as_pages
 def book_living_world(request: HttpRequest, book_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     # Every refusal here (L-1: the living world is for private world books) is said on the book page.
     with refusal_as_message(request, reraise=()):
@@ -280,7 +280,7 @@ def book_living_world(request: HttpRequest, book_id: int) -> HttpResponse:
 @actor_required
 @refusals_as_pages
 def book_export_page(request: HttpRequest, book_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     payload, content_type, filename = book_export(actor=actor, book=access_book(actor, book_id),
                                                   to=request.GET.get("format", ""))
     response = HttpResponse(payload, content_type=content_type)
@@ -292,7 +292,7 @@ def book_export_page(request: HttpRequest, book_id: int) -> HttpResponse:
 @actor_required
 @refusals_as_pages
 def entry_add(request: HttpRequest, book_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     form = EntryForm(request.POST, book=book, is_admin=actor.is_admin)
     if form.is_valid():
@@ -316,7 +316,7 @@ def _back_to_list(request: HttpRequest, book: Book) -> str:
 @refusals_as_pages
 def entry_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpResponse:
     """An entry's own form (per profile): readers see it, editors change it (the services decide)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit" if request.method == "POST" else "read")
     entry = access_entry(actor, book, entry_id)
     can_edit = book_can_edit(actor, book)
@@ -352,7 +352,7 @@ def entry_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpRespons
 @actor_required
 @refusals_as_pages
 def entry_delete_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     entry = access_entry(actor, book, entry_id)
     with refusal_as_message(request, reraise=(404,)) as refused:
@@ -368,7 +368,7 @@ def entry_delete_page(request: HttpRequest, book_id: int, entry_id: int) -> Http
 @refusals_as_pages
 def book_active_page(request: HttpRequest, book_id: int) -> HttpResponse:
     """S-12: the collection's active toggle (server-wide collections; admins, as the service says)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     book_set_active(actor=actor, book=book, active=request.POST.get("active") == "on")
     messages.success(request, _("Collection saved."))
@@ -380,7 +380,7 @@ def book_active_page(request: HttpRequest, book_id: int) -> HttpResponse:
 @refusals_as_pages
 def entry_move_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpResponse:
     """Move to top / bottom, or to a position (the drag handle posts one)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     entry = access_entry(actor, book, entry_id)
     to = request.POST.get("to")
@@ -400,7 +400,7 @@ def entry_move_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpRe
 @refusals_as_pages
 def entries_bulk(request: HttpRequest, book_id: int) -> HttpResponse:
     """Bulk enable / disable / delete of the ticked entries (≤500, W-12)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     ids = [int(v) for v in request.POST.getlist("entry") if v.isdigit()]
     action = request.POST.get("bulk")
@@ -447,7 +447,7 @@ def _preview_rows(answer: turns.TurnAnswer) -> dict[str, Any]:
 @refusals_as_pages
 def book_preview(request: HttpRequest, book_id: int) -> HttpResponse:
     """W-10: a sample message, a profile and a model → what would be injected, and why."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = sharing.book_for_attach(actor, book_id=book_id)
     form = PreviewForm(request.POST or None)
     context: dict[str, Any] = {"book": book, "form": form}

@@ -8,18 +8,17 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext as _, gettext_lazy
 from django.views.decorators.http import require_POST
 
-from cast import chats as chat_services
-from cast import turns
+from cast import chats as chat_services, turns
 from cast.attachments import attachment_delete, book_attach
 from cast.models import Character
 from cast.personas import persona_groups
 from cast.services import character_import
 from lore_platform.errors import ValidationFailed
 from lore_platform.tenancy.actor import Actor
+from retrieval.engine import values as ev
 from web.forms import (
     AttachForm,
     CharacterForm,
@@ -33,10 +32,9 @@ from web.selectors import (
     world_owner_get,
     world_owners_with_attachments,
 )
-from web.session import actor_required
+from web.session import actor_required, page_actor
 from web.views.books import _preview_rows
 from web.views.common import is_htmx, refusals_as_pages
-from retrieval.engine import values as ev
 
 # What each page is called and where it lives: one table, three pages.
 KINDS: dict[str, dict[str, Any]] = {
@@ -66,7 +64,7 @@ def _attach_form(kind: str, owner_id: int, books: list[tuple[int, str]], data: A
 
 def _owners_page(request: HttpRequest, kind: str, *, create: Any, bound_attach: AttachForm | None = None,
                  bound_owner: int | None = None, status: int = 200) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     names = KINDS[kind]
     books = [(b.pk, b.title) for b in attachable_books(actor)]
     rows = []
@@ -95,7 +93,7 @@ def _owners_page(request: HttpRequest, kind: str, *, create: Any, bound_attach: 
 @actor_required
 @refusals_as_pages
 def characters(request: HttpRequest) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     form = CharacterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         with refusal_on_form(form) as refused:
@@ -106,7 +104,7 @@ def characters(request: HttpRequest) -> HttpResponse:
 
 
 def _stories_or_novels(request: HttpRequest, kind: str) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     form = StoryForm(request.POST or None, characters=_characters(actor))
     if request.method == "POST" and form.is_valid():
         create = chat_services.story_create if kind == "story" else chat_services.novel_create
@@ -136,7 +134,7 @@ def novels(request: HttpRequest) -> HttpResponse:
 def owner_attach(request: HttpRequest, kind: str, owner_id: int) -> HttpResponse:
     """W-9: attach one of my books, or an unlisted book by its current link, to this character,
     story or novel. A refusal (a book I may not read, a rotated link) shows on the form."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     if world_owner_get(actor, kind, owner_id) is None:
         raise Http404
     books = [(b.pk, b.title) for b in attachable_books(actor)]
@@ -161,7 +159,7 @@ def owner_attach(request: HttpRequest, kind: str, owner_id: int) -> HttpResponse
 @actor_required
 @refusals_as_pages
 def attachment_detach(request: HttpRequest, attachment_id: int) -> HttpResponse:
-    attachment_delete(actor=request.actor, attachment_id=attachment_id)  # type: ignore[attr-defined]
+    attachment_delete(actor=page_actor(request), attachment_id=attachment_id)
     messages.success(request, _("Detached: its chats no longer get this book."))
     back = request.POST.get("next") or ""
     return redirect(back if back.startswith("/") and not back.startswith("//") else "web-characters")
@@ -172,7 +170,7 @@ def attachment_detach(request: HttpRequest, attachment_id: int) -> HttpResponse:
 def owner_preview(request: HttpRequest, kind: str, owner_id: int) -> HttpResponse:
     """What a chat with this character, story or novel would get for a sample message (W-10, nothing
     written): the same stateless turn the API's context call runs with its target."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     owner = world_owner_get(actor, kind, owner_id)
     if owner is None:
         raise Http404

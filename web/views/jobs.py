@@ -12,36 +12,35 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext as _, gettext_lazy
 from django.views.decorators.http import require_POST
 
 from books.access import access_book, book_can_edit
 from books.selectors import book_list
-from lore_platform.errors import DomainError, PermissionDenied, ValidationFailed
 from jobs import selectors, services
 from jobs.models import ACTIVE_STATES, Job, JobKind, JobState
+from lore_platform.errors import DomainError, PermissionDenied, ValidationFailed
 from web.forms import (
     GenerateForm,
     ModelSettingsForm,
     SplitForm,
 )
 from web.refusals import receipt_said, refusal_as_message, refusal_on_form, refusal_text
-from web.session import actor_required
+from web.session import actor_required, page_actor
 from web.views.common import is_htmx, page_of, refusals_as_pages
 
 JOBS_PER_PAGE = 50
 POLL_SECONDS = 1
 TARGET_BOOKS_MAX = 200  # the review's "existing book" list
 
-STATE_LABELS = {
+STATE_LABELS: dict[str, Any] = {
     JobState.QUEUED: gettext_lazy("Queued"),
     JobState.RUNNING: gettext_lazy("Running"),
     JobState.DONE: gettext_lazy("Done"),
     JobState.FAILED: gettext_lazy("Failed"),
     JobState.CANCELLED: gettext_lazy("Cancelled"),
 }
-KIND_LABELS = {
+KIND_LABELS: dict[str, Any] = {
     JobKind.GENERATE: gettext_lazy("Generate with AI"),
     JobKind.SPLIT: gettext_lazy("Split text into entries"),
 }
@@ -76,7 +75,7 @@ def _target_book(actor: Any, raw: Any) -> Any:
 def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dict[str, Any]], Job]) -> HttpResponse:
     """The start form of one job kind: on a valid post, start the job and go to its page; a refusal
     (limits W-12, quotas A-3, no model) stays on the form at the service's status."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     status = 200
     if request.method == "POST":
         status = 400
@@ -96,7 +95,7 @@ def _start_page(request: HttpRequest, kind: str, form: Any, start: Callable[[dic
 @refusals_as_pages
 def job_generate(request: HttpRequest) -> HttpResponse:
     """A-1: a description (≤4,000 characters) → a draft; with no model, the page says so (A-3)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     form = GenerateForm(request.POST or None, initial={"book": request.GET.get("book", "")},
                         books=book_list(actor=actor)[:TARGET_BOOKS_MAX])
     return _start_page(request, JobKind.GENERATE, form, lambda data: services.job_generate_start(
@@ -108,7 +107,7 @@ def job_generate(request: HttpRequest) -> HttpResponse:
 @refusals_as_pages
 def job_split(request: HttpRequest) -> HttpResponse:
     """A-2: notes (≤40,000 characters) → entries; with no model, the deterministic splitter."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     form = SplitForm(request.POST or None, initial={"book": request.GET.get("book", "")},
                      books=_editable_books(actor))
     return _start_page(request, JobKind.SPLIT, form, lambda data: services.job_split_start(
@@ -119,7 +118,7 @@ def job_split(request: HttpRequest) -> HttpResponse:
 @actor_required
 @refusals_as_pages
 def job_list(request: HttpRequest) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     page = page_of(selectors.jobs_visible(actor), request, JOBS_PER_PAGE)
     rows = [{"job": job, "state": STATE_LABELS.get(job.state, job.state), "kind": KIND_LABELS.get(job.kind, job.kind)}
             for job in page.object_list]
@@ -144,7 +143,7 @@ def _review_rows(job: Job, posted: Any = None) -> list[dict[str, Any]]:
 
 def _job_context(request: HttpRequest, job: Job, *, rows: list[dict[str, Any]] | None = None,
                  review: dict[str, Any] | None = None, review_error: str | None = None) -> dict[str, Any]:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     error = job.error or {}
     done = job.state == JobState.DONE
     target = job.input.get("book")
@@ -173,7 +172,7 @@ def _job_context(request: HttpRequest, job: Job, *, rows: list[dict[str, Any]] |
 @refusals_as_pages
 def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     """The job: state and progress (the partial polls itself while the job is queued or running)."""
-    job = selectors.access_job(request.actor, job_id)  # type: ignore[attr-defined]
+    job = selectors.access_job(page_actor(request), job_id)
     context = _job_context(request, job)
     if is_htmx(request) and request.GET.get("part") == "job":
         return render(request, "web/_job.html", context)
@@ -182,7 +181,7 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
 
 def _job_action(request: HttpRequest, job_id: int, action: Callable[..., Job], done: str) -> HttpResponse:
     """Cancel or retry, back to the job page; a refusal there (its state, a quota) is said on it."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     with refusal_as_message(request) as refused:
         action(actor=actor, job=selectors.access_job(actor, job_id))
     if not refused:
@@ -223,7 +222,7 @@ def _entry_index(field: str | None) -> int | None:
 @refusals_as_pages
 def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
     """Accept the ticked, edited entries into a new book or an existing one: an import, all or nothing."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     job = selectors.access_job(actor, job_id)
     rows = _review_rows(job, request.POST)
     review = {key: request.POST.get(key, "") for key in ("target", "book", "title")}
@@ -231,15 +230,8 @@ def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
     entries, kept = _kept_entries(rows)
     into_existing = review["target"] == "existing"
     try:
-        if job.state != JobState.DONE:
-            services.job_accept(actor=actor, job=job)  # refuses with the job's state (409)
-        if into_existing and not review["book"]:
+        if into_existing and not review["book"]:  # the form's own choice, read before the service runs
             raise ValidationFailed(_("Choose the book the entries go into."), field="book")
-        if review["mode"] not in ("append", "replace"):
-            raise ValidationFailed(_("Choose append or replace."), field="mode")
-        if not entries:
-            raise ValidationFailed(_("Tick at least one entry to accept, or leave the draft as it is."),
-                                   field="entries")
         receipt = services.job_accept(actor=actor, job=job, entries=entries,
                                       book=review["book"] if into_existing else None,
                                       title=review["title"], mode=review["mode"])
@@ -263,7 +255,7 @@ def job_accept(request: HttpRequest, job_id: int) -> HttpResponse:
 @refusals_as_pages
 def job_model_settings(request: HttpRequest) -> HttpResponse:
     """The tenant's model (base URL, model, key) — admins only; the key is never shown back."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     if not actor.is_admin:
         raise PermissionDenied(_("Only workspace admins see and change the model settings."), field="model")
     current = selectors.model_settings_describe(actor.tenant)

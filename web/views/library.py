@@ -6,18 +6,16 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import get_language
-from django.utils.translation import gettext as _
+from django.utils.translation import get_language, gettext as _
 from django.views.decorators.http import require_POST
 
 from books.models import Book
 from cast.attachments import book_attach
 from lore_platform.errors import DomainError, ValidationFailed
+from sharing import selectors as sharing, services as sharing_services
 from web.selectors import TARGET_KINDS, attach_targets, book_canon_tokens
-from web.session import actor_required, web_actor
+from web.session import actor_required, page_actor, web_actor
 from web.views.common import page_of, query_without_page, refusals_as_pages
-from sharing import selectors as sharing
-from sharing import services as sharing_services
 
 BOOKS_PER_PAGE = 20
 ENTRIES_PER_PAGE = 50
@@ -124,7 +122,7 @@ def library_export(request: HttpRequest, book_id: int) -> HttpResponse:
 def library_copy(request: HttpRequest, book_id: int) -> HttpResponse:
     """P-2: an editable private duplicate in my library."""
     token = request.POST.get("link") or None
-    copy = sharing_services.book_copy(actor=request.actor, book_id=None if token else book_id,  # type: ignore[attr-defined]
+    copy = sharing_services.book_copy(actor=page_actor(request), book_id=None if token else book_id,
                                       link_token=token)
     messages.success(request, _("Copied to your library."))
     return redirect("web-book", book_id=copy.pk)
@@ -139,7 +137,7 @@ def library_attach(request: HttpRequest, book_id: int) -> HttpResponse:
     if kind not in TARGET_KINDS or not target_id.isdigit():
         raise ValidationFailed(_("Choose a character, story or novel."), field="target")
     token = request.POST.get("link") or None
-    book_attach(actor=request.actor, target=kind, target_id=int(target_id),  # type: ignore[attr-defined]
+    book_attach(actor=page_actor(request), target=kind, target_id=int(target_id),
                 book_id=None if token else book_id, link_token=token)
     messages.success(request, _("Attached."))
     back = request.POST.get("next") or ""

@@ -32,7 +32,7 @@ from web.selectors import (
     book_writing_chats,
     living_books_of,
 )
-from web.session import actor_required
+from web.session import actor_required, page_actor
 from web.views.common import (
     page_of,
     query_without_page,
@@ -45,7 +45,7 @@ ACTIONS = ("undo", "accept", "reject", "edit")
 
 def living_off_text(book: Book) -> str:
     """The API's L-1 notice (the living world went off with the book's visibility), translated."""
-    shown = {Visibility.UNLISTED: _("unlisted"), Visibility.PUBLIC: _("public")}.get(book.visibility)
+    shown = {Visibility.UNLISTED.value: _("unlisted"), Visibility.PUBLIC.value: _("public")}.get(book.visibility)
     notice = living.living_world_off_notice(book, translate=_, visibility=shown)
     return f"{notice['message']} ({notice['rule']})"
 
@@ -105,7 +105,7 @@ def _row(book: Book, write: LoreWrite, chats: dict[int, str], form: LoreWriteEdi
 
 def _page(request: HttpRequest, book: Book, *, bound: tuple[int, LoreWriteEditForm | None, str] | None = None,
           status: int = 200) -> HttpResponse:
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     state = request.GET.get("state") or None
     chat = request.GET.get("chat") or ""
     writes = living.lore_writes_list(actor=actor, book=book, state=state)
@@ -146,14 +146,14 @@ def _page(request: HttpRequest, book: Book, *, bound: tuple[int, LoreWriteEditFo
 @refusals_as_pages
 def ai_updates_overview(request: HttpRequest) -> HttpResponse:
     """My books the model writes (or wrote) into, with how many updates wait for review."""
-    rows = living_books_of(request.actor)  # type: ignore[attr-defined]
+    rows = living_books_of(page_actor(request))
     return render(request, "web/ai_updates_overview.html", {"rows": rows})
 
 
 @actor_required
 @refusals_as_pages
 def book_ai_updates(request: HttpRequest, book_id: int) -> HttpResponse:
-    book = access_book(request.actor, book_id)  # type: ignore[attr-defined]
+    book = access_book(page_actor(request), book_id)
     return _page(request, book)
 
 
@@ -162,7 +162,7 @@ def book_ai_updates(request: HttpRequest, book_id: int) -> HttpResponse:
 @refusals_as_pages
 def ai_update_act(request: HttpRequest, book_id: int, write_id: int) -> HttpResponse:
     """Undo an applied update; edit, accept (with the edits) or reject a held one."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id)
     action = request.POST.get("action", "")
     if action not in ACTIONS:
@@ -200,7 +200,7 @@ def ai_update_act(request: HttpRequest, book_id: int, write_id: int) -> HttpResp
 @refusals_as_pages
 def reply_revert_page(request: HttpRequest, book_id: int) -> HttpResponse:
     """A reply was regenerated or deleted: revert everything it wrote, together or not at all (L-4)."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id)
     chat, reply = request.POST.get("chat", ""), request.POST.get("reply", "")
     if not chat.isdigit() or not reply:
@@ -218,7 +218,7 @@ def reply_revert_page(request: HttpRequest, book_id: int) -> HttpResponse:
 @refusals_as_pages
 def living_settings(request: HttpRequest, book_id: int) -> HttpResponse:
     """The living world and its review-before-save option (L-1, L-4), through the book's own update."""
-    actor = request.actor  # type: ignore[attr-defined]
+    actor = page_actor(request)
     book = access_book(actor, book_id, need="edit")
     on = request.POST.get("living_world") == "on"
     with refusal_as_message(request, reraise=()) as refused:

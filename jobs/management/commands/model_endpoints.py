@@ -37,7 +37,7 @@ class Command(BaseCommand):
                 checked.append({"url": url, "allowed": True, "why": ""})
             except outbound.OutboundRefused as refused:
                 checked.append({"url": url, "allowed": False, "why": str(refused)})
-        report = {
+        report: dict[str, Any] = {
             "endpoints": [{"name": e.name, "base_url": e.base_url, "model": e.model, "api_key_set": bool(e.api_key)}
                           for e in endpoints],
             "tenant_endpoints": bool(settings.MODEL_TENANT_ENDPOINTS),

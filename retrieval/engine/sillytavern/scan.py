@@ -134,7 +134,7 @@ def compile_world_info(
 
         def prepare(keys: Sequence[str]) -> tuple[PreparedKey, ...]:
             return tuple(
-                index.prepare(key, substituted(key), case_sensitive=case_sensitive, match_whole_words=whole_words)
+                index.prepare(key, substituted(key), case_sensitive=case_sensitive, match_whole_words=whole_words)  # noqa: B023 - called in this iteration
                 for key in keys
             )
 

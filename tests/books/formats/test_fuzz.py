@@ -8,8 +8,7 @@ import json
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from books.formats import EXPORT_FORMATS, export_book, map_for_profile, read_book
 from books.formats.model import PROFILES
