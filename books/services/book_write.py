@@ -10,7 +10,6 @@ from books.access import book_can_read
 from books.lineages import lineage_get
 from books.models import Book, Entry, Lineage, Profile, Scope
 from books.services import versions
-from lore_platform.etags import version_check
 from books.services.cleaning import (
     BOOK_CREATE_FIELDS,
     BOOK_EDITABLE_FIELDS,
@@ -23,6 +22,7 @@ from books.services.cleaning import (
 )
 from books.services.positions import _book_lock
 from lore_platform.errors import Conflict, NotFound, PermissionDenied
+from lore_platform.etags import version_check
 from lore_platform.tenancy.actor import Actor
 
 

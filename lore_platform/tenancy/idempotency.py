@@ -20,7 +20,7 @@ from lore_platform.tenancy.models import IdempotencyKey, Tenant
 
 KEY_TTL = timedelta(hours=24)
 KEY_MAX_CHARS = 255
-KEY_PATTERN = re.compile(r"[!-~]{1,%d}" % KEY_MAX_CHARS)
+KEY_PATTERN = re.compile(rf"[!-~]{{1,{KEY_MAX_CHARS}}}")
 # A first request that never recorded its answer (its process died) stops blocking its key after this.
 IN_FLIGHT_ABANDONED = timedelta(minutes=10)
 # The answer's headers a replay repeats; the rest (request id, CORS, rate limits) belong to each call.

@@ -150,7 +150,7 @@ class IdempotencyKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(db_index=True)
 
-    objects: TenantScopedManager[IdempotencyKey] = TenantScopedManager()
+    objects = TenantScopedManager["IdempotencyKey"]()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="idempotency_key_unique_per_tenant")]

@@ -27,10 +27,10 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from lore_platform.errors import Conflict, DomainError, NotFound, PermissionDenied, TooManyAttempts, ValidationFailed
+from lore_platform.etags import content_version, version_check
 from lore_platform.tenancy import limits
 from lore_platform.tenancy.keys import key_generate, key_hash
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership, SignupRequest, Tenant, User
-from lore_platform.etags import content_version, version_check
 from lore_platform.tenancy.selectors import cors_origins_forget, invitation_by_token_hash
 
 logger = logging.getLogger("loreweave.security")

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.forms.forms import NON_FIELD_ERRORS
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext as _, gettext_lazy
 from django.views.decorators.http import require_POST
 
 from books import imports
@@ -334,7 +333,7 @@ def entry_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpRespons
                 # saved; the person's text stays in the form, the hidden version stays the old one, so
                 # saving again is refused again until they reload (and re-apply what they meant).
                 status = 412
-                form.errors[NON_FIELD_ERRORS] = form.error_class([STALE_ENTRY_TEXT])
+                form.errors[NON_FIELD_ERRORS] = form.error_class([str(STALE_ENTRY_TEXT)])
             if not refused:
                 messages.success(request, _("Entry saved."))
                 return redirect(_back_to_list(request, book))

@@ -13,8 +13,8 @@ from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView, TenantViewSet
 from lore_platform.api.conditional import SCHEMA
-from lore_platform.etags import content_version
 from lore_platform.errors import ValidationFailed
+from lore_platform.etags import content_version
 from lore_platform.tenancy import selectors, services
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.api.serializers import (
