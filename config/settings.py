@@ -257,6 +257,8 @@ CELERY_BEAT_SCHEDULE = {
     # Turns start it too (at most once a second per process); this catches the last turns of a burst.
     "cast-request-usage-sweep": {"task": "cast.request_usage_sweep", "schedule": 30.0},
     "cast-request-logs-prune": {"task": "cast.request_logs_prune", "schedule": 3600.0},
+    # Idempotency-Key answers are kept 24 h (issue 27); an expired one is also freed when its key returns.
+    "tenancy-idempotency-keys-prune": {"task": "tenancy.idempotency_keys_prune", "schedule": 3600.0},
 }
 
 # --- sharing: translation for display (P-4) ---------------------------------
@@ -380,7 +382,7 @@ CORS_ALLOW_HEADERS = [
     "accept", "authorization", "content-type", "user-agent", "x-requested-with", "x-request-id",
     "if-match", "if-none-match", "idempotency-key",
 ]
-CORS_EXPOSE_HEADERS = ["x-request-id", "retry-after", "content-disposition", "etag"]
+CORS_EXPOSE_HEADERS = ["x-request-id", "retry-after", "content-disposition", "etag", "idempotent-replayed"]
 # A preflight is remembered this long; what an origin may read is decided again on every call.
 CORS_PREFLIGHT_MAX_AGE = 600
 

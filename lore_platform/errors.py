@@ -135,3 +135,18 @@ class TooManyAttempts(DomainError):
     def __init__(self, message: str, *, retry_after: float, **kwargs: Any) -> None:
         self.retry_after = max(1, int(retry_after + 0.999))
         super().__init__(message, details={"retry_after": self.retry_after}, **kwargs)
+
+
+class PreconditionFailed(DomainError):
+    """An ``If-Match`` (or a page's hidden version) named a version that is no longer current: a lost
+    update refused, nothing written (RFC 9110 §13.1.1; GitHub and Stripe answer the same)."""
+
+    status = 412
+    code = "precondition_failed"
+
+
+class PreconditionRequired(DomainError):
+    """The tenant requires ``If-Match`` on every change of an editable resource (RFC 6585 §3)."""
+
+    status = 428
+    code = "precondition_required"

@@ -22,6 +22,7 @@ from books.models import (
     SecondaryLogic,
     Visibility,
 )
+from lore_platform.etags import stamp_version
 from retrieval.engine.tokenizers import MODEL_REGISTRY
 
 PREVIEW_MAX = 2000  # W-10 / W-12: a preview message is at most 2,000 characters
@@ -215,11 +216,21 @@ class EntryForm(forms.Form):
             if entry is None and name not in self.initial and spec.default not in (None, "", ()):
                 self.initial[name] = spec.default
             self.fields[name] = field
+        if entry is not None:
+            # The version the form was loaded with: a save from a stale tab is refused (412), not a lost update.
+            self.fields["version"] = forms.CharField(widget=forms.HiddenInput, required=False)
+            self.initial.setdefault("version", stamp_version(entry.updated_at))
+
+    def expected_version(self) -> str | None:
+        """The version the form was loaded with (None: a form posted without one writes unconditionally)."""
+        return self.cleaned_data.get("version") or None
 
     def fields_for_service(self) -> dict[str, Any]:
         data = self.cleaned_data
         out: dict[str, Any] = {}
         for name in self.fields:
+            if name == "version":
+                continue
             value = data.get(name)
             if name in ("keys", "secondary_keys", "channels"):
                 out[name] = _lines(value or "")

@@ -40,7 +40,9 @@ from books.api.serializers import (
 )
 from books.lineages import lineage_get
 from books.models import Book, Entry
+from books.services.entry_write import entry_version
 from lore_platform.api.base import TenantViewSet
+from lore_platform.api.conditional import SCHEMA
 from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine.rules import SMART
@@ -54,6 +56,8 @@ ERRORS = {
     ),
 }
 READ_ERRORS = {404: ERRORS[404]}
+READ_TAGGED = SCHEMA["read"]
+WRITE_TAGGED = SCHEMA["write"]
 
 
 def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
@@ -77,7 +81,8 @@ class BookViewSet(TenantViewSet):
     def _out(self, book: Book, **kwargs: Any) -> Response:
         if not hasattr(book, "entry_count"):
             book.entry_count = selectors.book_entry_count(book)  # type: ignore[attr-defined]
-        return Response(BookOut(book, context={"actor": self.actor}).data, **kwargs)
+        return self.tagged(Response(BookOut(book, context={"actor": self.actor}).data, **kwargs), "book", book.pk,
+                           book.version)
 
     @extend_schema(parameters=[BookListParams], responses=BookOut(many=True), summary="List books")
     def list(self, request: Request) -> Response:
@@ -91,26 +96,33 @@ class BookViewSet(TenantViewSet):
         page = self.paginate_queryset(books)
         return self.get_paginated_response(BookOut(page, many=True, context={"actor": self.actor}).data)
 
-    @extend_schema(request=BookCreateIn, responses={201: BookOut, **ERRORS}, summary="Create a book")
+    @extend_schema(request=BookCreateIn, responses={201: BookOut, **ERRORS}, summary="Create a book",
+                   parameters=SCHEMA["created"]["parameters"])
     def create(self, request: Request) -> Response:
         data = _parse(BookCreateIn, request.data)
         data.setdefault("profile", self.actor.tenant.default_profile)
         book = services.book_create(actor=self.actor, **data)
         return self._out(book, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: BookOut, **READ_ERRORS}, summary="A book")
+    @extend_schema(responses={200: BookOut, **READ_ERRORS, **READ_TAGGED["responses"]}, summary="A book",
+                   parameters=READ_TAGGED["parameters"])
     def retrieve(self, request: Request, pk: str) -> Response:
         return self._out(access_book(self.actor, pk))
 
-    @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS}, summary="Change a book")
+    @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS, **WRITE_TAGGED["responses"]},
+                   summary="Change a book", parameters=WRITE_TAGGED["parameters"])
     def partial_update(self, request: Request, pk: str) -> Response:
         data = _parse(BookUpdateIn, request.data)
-        book = services.book_update(actor=self.actor, book=access_book(self.actor, pk), **data)
+        book = access_book(self.actor, pk)
+        expected = self.expected_version("book", book.pk)
+        book = services.book_update(actor=self.actor, book=book, expected_version=expected, **data)
         return self._out(book)
 
-    @extend_schema(responses={204: None, **ERRORS}, summary="Delete a book and its entries")
+    @extend_schema(responses={204: None, **ERRORS, **WRITE_TAGGED["responses"]},
+                   summary="Delete a book and its entries", parameters=WRITE_TAGGED["parameters"][:1])
     def destroy(self, request: Request, pk: str) -> Response:
-        services.book_delete(actor=self.actor, book=access_book(self.actor, pk))
+        book = access_book(self.actor, pk)
+        services.book_delete(actor=self.actor, book=book, expected_version=self.expected_version("book", book.pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
@@ -175,7 +187,8 @@ class EntryViewSet(TenantViewSet):
 
     def _entry_out(self, entry: Entry, **kwargs: Any) -> Response:
         notes = selectors.entries_notes(self.book, [entry])
-        return Response(EntryOut(entry, context={"book": self.book, "notes": notes}).data, **kwargs)
+        return self.tagged(Response(EntryOut(entry, context={"book": self.book, "notes": notes}).data, **kwargs),
+                           "entry", entry.pk, entry_version(entry))
 
     @extend_schema(
         parameters=[EntryListParams],
@@ -191,25 +204,32 @@ class EntryViewSet(TenantViewSet):
         notes = selectors.entries_notes(self.book, page, model_id=model_id, tokenizer=tokenizer)
         return self.get_paginated_response(EntryOut(page, many=True, context={"book": self.book, "notes": notes}).data)
 
-    @extend_schema(request=EntryIn, responses={201: EntryOut, **ERRORS}, summary="Add an entry at the bottom")
+    @extend_schema(request=EntryIn, responses={201: EntryOut, **ERRORS}, summary="Add an entry at the bottom",
+                   parameters=SCHEMA["created"]["parameters"])
     def create(self, request: Request, book_id: str) -> Response:
         data = _parse(EntryIn, request.data)
         entry = services.entry_create(actor=self.actor, book=self.book, **data)
         return self._entry_out(entry, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: EntryOut, **READ_ERRORS}, summary="An entry")
+    @extend_schema(responses={200: EntryOut, **READ_ERRORS, **READ_TAGGED["responses"]}, summary="An entry",
+                   parameters=READ_TAGGED["parameters"])
     def retrieve(self, request: Request, book_id: str, pk: str) -> Response:
         return self._entry_out(access_entry(self.actor, self.book, pk))
 
-    @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS}, summary="Change an entry")
+    @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS, **WRITE_TAGGED["responses"]},
+                   summary="Change an entry", parameters=WRITE_TAGGED["parameters"])
     def partial_update(self, request: Request, book_id: str, pk: str) -> Response:
         data = _parse(EntryIn, request.data)
-        entry = services.entry_update(actor=self.actor, entry=access_entry(self.actor, self.book, pk), **data)
+        entry = access_entry(self.actor, self.book, pk)
+        expected = self.expected_version("entry", entry.pk)
+        entry = services.entry_update(actor=self.actor, entry=entry, expected_version=expected, **data)
         return self._entry_out(entry)
 
-    @extend_schema(responses={204: None, **ERRORS}, summary="Delete an entry")
+    @extend_schema(responses={204: None, **ERRORS, **WRITE_TAGGED["responses"]}, summary="Delete an entry",
+                   parameters=WRITE_TAGGED["parameters"][:1])
     def destroy(self, request: Request, book_id: str, pk: str) -> Response:
-        services.entry_delete(actor=self.actor, entry=access_entry(self.actor, self.book, pk))
+        entry = access_entry(self.actor, self.book, pk)
+        services.entry_delete(actor=self.actor, entry=entry, expected_version=self.expected_version("entry", entry.pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(

@@ -22,6 +22,7 @@ from books.services.cleaning import (
 )
 from books.services.positions import _book_lock
 from lore_platform.errors import Conflict, NotFound, PermissionDenied
+from lore_platform.etags import version_check
 from lore_platform.tenancy.actor import Actor
 
 
@@ -74,9 +75,14 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
 
 
 @transaction.atomic
-def book_update(*, actor: Actor, book: Book, **fields: Any) -> Book:
-    """Change a book's editable fields; the version is bumped when anything changed."""
+def book_update(*, actor: Actor, book: Book, expected_version: object | None = None, **fields: Any) -> Book:
+    """Change a book's editable fields; the version is bumped when anything changed.
+
+    ``expected_version`` (the version the caller read; None = unconditional) is compared under the
+    book's row lock: of two writers holding the same version only the first wins (412 for the other).
+    """
     book = _book_lock(actor, book)
+    version_check("book", book.pk, book.version, expected_version)
     _unknown_fields(fields, BOOK_EDITABLE_FIELDS)
     cleaned = _book_clean(fields)
     changed = [name for name, value in cleaned.items() if getattr(book, name) != value]
@@ -91,9 +97,10 @@ def book_update(*, actor: Actor, book: Book, **fields: Any) -> Book:
 
 
 @transaction.atomic
-def book_delete(*, actor: Actor, book: Book) -> None:
+def book_delete(*, actor: Actor, book: Book, expected_version: object | None = None) -> None:
     """Delete a book and its entries. A persona book goes too, though its lineage stays."""
     book = _book_lock(actor, book)
+    version_check("book", book.pk, book.version, expected_version)
     Entry.objects.for_tenant(book.tenant).filter(book=book).delete()
     Book.objects.for_tenant(book.tenant).filter(pk=book.pk).delete()
 

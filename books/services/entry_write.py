@@ -1,6 +1,7 @@
 """Writes of one entry: create, update, delete, and its place in the list."""
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Literal
 
 from django.db import transaction
@@ -19,7 +20,13 @@ from books.services.positions import (
     _positions_write,
 )
 from lore_platform.errors import NotFound, Term
+from lore_platform.etags import stamp_version, version_check
 from lore_platform.tenancy.actor import Actor
+
+
+def entry_version(entry: Entry) -> str:
+    """The entry's version, its ETag's last part: every write of an entry stamps ``updated_at``."""
+    return stamp_version(entry.updated_at)
 
 
 @transaction.atomic
@@ -40,13 +47,19 @@ def entry_create(*, actor: Actor, book: Book, **fields: Any) -> Entry:
 
 
 @transaction.atomic
-def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
-    """Change an entry. Saving channels resolves a legacy `#channel` (S-13)."""
+def entry_update(*, actor: Actor, entry: Entry, expected_version: object | None = None, **fields: Any) -> Entry:
+    """Change an entry. Saving channels resolves a legacy `#channel` (S-13).
+
+    ``expected_version`` is the ``entry_version`` the caller read (an API If-Match, the page form's
+    hidden field; None = unconditional): a stale one is refused (412) before anything is written.
+    """
     book = _book_lock(actor, entry.book)
     try:
         entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
     except Entry.DoesNotExist:  # deleted by a concurrent request after the view found it
         raise NotFound("No such entry.", field="entry") from None
+    read_at = entry.updated_at
+    version_check("entry", entry.pk, entry_version(entry), expected_version)
     entry.book = book
     cleaned = _entry_clean(book, fields, creating=False)
     if "channels" in cleaned and entry.unresolved_channels:
@@ -64,7 +77,16 @@ def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
         changed.append("regex_overruns")
     text_changed = versions._entry_stamp(entry)
     entry.updated_at = timezone.now()
-    entry.save(update_fields=[*changed, "content_hash", "indexing_state", "updated_at"])
+    if entry.updated_at == read_at:  # the clock did not move: the version must
+        entry.updated_at = read_at + timedelta(microseconds=1)
+    # Compare-and-set: the UPDATE only matches the version read under the lock, so no write between
+    # that read and this one is ever overwritten (the lock already queues writers; this says it twice).
+    names = [*changed, "content_hash", "indexing_state", "updated_at"]
+    written = Entry.objects.for_tenant(book.tenant).filter(pk=entry.pk, updated_at=read_at).update(
+        **{name: getattr(entry, name) for name in names})
+    if not written:
+        now_at = Entry.objects.for_tenant(book.tenant).values_list("updated_at", flat=True).get(pk=entry.pk)
+        version_check("entry", entry.pk, stamp_version(now_at), stamp_version(read_at))
     if text_changed:
         versions._entry_content_changed(entry)
     if "enabled" in changed:
@@ -74,11 +96,13 @@ def entry_update(*, actor: Actor, entry: Entry, **fields: Any) -> Entry:
 
 
 @transaction.atomic
-def entry_delete(*, actor: Actor, entry: Entry) -> None:
+def entry_delete(*, actor: Actor, entry: Entry, expected_version: object | None = None) -> None:
     book = _book_lock(actor, entry.book)
     entries = Entry.objects.for_tenant(book.tenant).filter(book=book)
-    if not entries.filter(pk=entry.pk).exists():
+    current = entries.filter(pk=entry.pk).values_list("updated_at", flat=True).first()
+    if current is None:
         raise NotFound("No such entry.", field="entry")
+    version_check("entry", entry.pk, stamp_version(current), expected_version)
     limits.public_floor_check(book, remaining=entries.count() - 1, field="entry")
     entries.filter(pk=entry.pk).delete()
     order = _book_order(book)

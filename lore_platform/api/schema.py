@@ -30,9 +30,36 @@ WITH_BODY = {
     "415": "The body's media type is not the one this operation accepts.",
 }
 WRITES = {
-    "409": "The change conflicts with the current state (a name taken, a stale version).",
-    "422": "A product limit would be broken (`error.rule`, `error.details`); nothing was written.",
+    "409": "The change conflicts with the current state (a name taken, a stale version), or a request with "
+           "the same Idempotency-Key is still running.",
+    "422": "A product limit would be broken (`error.rule`, `error.details`), or the Idempotency-Key was first "
+           "used for another request; nothing was written.",
 }
+
+
+# Every authenticated POST takes an Idempotency-Key (lore_platform.api.base; Stripe's header and rules).
+IDEMPOTENCY_KEY = {
+    "in": "header", "name": "Idempotency-Key", "required": False,
+    "description": "A key you choose (a UUID) to make a retry safe: the first answer is kept 24 h per tenant and a "
+                   "retry with the same key and the same request (method, path, body) gets it again, with "
+                   "`Idempotent-Replayed: true`, without running anything twice. The same key with another "
+                   "request is 422 `idempotency_key_reused`; while the first is still running, 409 "
+                   "`idempotency_key_in_flight`.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+REPLAYED_HEADER = {"Idempotent-Replayed": {
+    "description": "`true` when this is the stored first answer to the request's Idempotency-Key.",
+    "schema": {"type": "string", "enum": ["true"]},
+}}
+
+
+def _idempotent(operation: dict[str, Any]) -> None:
+    parameters = operation.setdefault("parameters", [])
+    if not any(p.get("in") == "header" and p.get("name") == IDEMPOTENCY_KEY["name"] for p in parameters):
+        parameters.append(dict(IDEMPOTENCY_KEY))
+    for code, response in operation.get("responses", {}).items():
+        if code.isdigit() and int(code) < 500:
+            response.setdefault("headers", {}).update(REPLAYED_HEADER)
 
 
 def _error_response(description: str) -> dict[str, Any]:
@@ -73,6 +100,7 @@ def error_responses_hook(result: dict[str, Any], generator: Any, request: Any, p
                 extra.update(WITH_BODY)
             if method != "get":
                 extra.update(WRITES)
+            authenticated = operation.get("security") != [{}] and operation.get("security", True)
             responses = operation.setdefault("responses", {})
             for code, description in extra.items():
                 responses.setdefault(code, _error_response(description))
@@ -80,4 +108,6 @@ def error_responses_hook(result: dict[str, Any], generator: Any, request: Any, p
                 # A status documented without a body, or with another one, answers the error schema.
                 if code.isdigit() and int(code) >= 400:
                     response["content"] = {"application/json": {"schema": ERROR_REF}}
+            if method == "post" and authenticated:
+                _idempotent(operation)
     return result

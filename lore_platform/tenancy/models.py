@@ -33,6 +33,9 @@ class Tenant(models.Model):
     # Browser origins ("https://app.example.com") whose pages may call the API with this tenant's
     # keys (CORS, ``lore_platform.tenancy.cors``); validated and normalised by ``services.tenant_cors_set``.
     cors_origins = models.JSONField(default=list, blank=True)
+    # Lost updates refused by construction: every PATCH/PUT/DELETE of an editable resource must carry
+    # If-Match (428 without it). Off by default: a stale If-Match is refused either way.
+    require_if_match = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -126,3 +129,28 @@ class SignupRequest(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+
+
+class IdempotencyKey(models.Model):
+    """A POST's ``Idempotency-Key`` and the first answer to it, kept 24 h per tenant (issue 27, point 3).
+
+    ``status`` null = the first request is still running (a second one with the key is 409). The
+    fingerprint (method, path, body hash) tells a retry (replayed) from a reuse for another request (422).
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=2048)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    body = models.BinaryField(default=b"", blank=True)
+    # The answer's headers a client reads (Content-Type, Location, ETag), replayed as they were.
+    headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    objects = TenantScopedManager["IdempotencyKey"]()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="idempotency_key_unique_per_tenant")]

@@ -220,3 +220,16 @@ def cors_origins_forget() -> None:
 
 def tenant_cors_origins(tenant: Tenant) -> list[str]:
     return list(tenant.cors_origins or [])
+
+
+def idempotency_keys_prune(now: Any = None, batch: int = 5000) -> int:
+    """Forget every tenant's expired ``Idempotency-Key`` answers (beat, hourly); returns how many."""
+    from lore_platform.tenancy.models import IdempotencyKey
+
+    now = now or timezone.now()
+    removed = 0
+    while True:
+        ids = list(IdempotencyKey.objects.unscoped().filter(expires_at__lte=now).values_list("pk", flat=True)[:batch])
+        if not ids:
+            return removed
+        removed += IdempotencyKey.objects.unscoped().filter(pk__in=ids).delete()[0]

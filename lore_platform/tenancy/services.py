@@ -27,6 +27,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from lore_platform.errors import Conflict, DomainError, NotFound, PermissionDenied, TooManyAttempts, ValidationFailed
+from lore_platform.etags import content_version, version_check
 from lore_platform.tenancy import limits
 from lore_platform.tenancy.keys import key_generate, key_hash
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership, SignupRequest, Tenant, User
@@ -499,8 +500,10 @@ def origin_normalise(raw: object, *, field: str) -> str:
 
 
 @transaction.atomic
-def tenant_cors_set(*, tenant: Tenant, origins: object) -> list[str]:
-    """Replace the browser origins allowed to call the API with this tenant's keys (all or nothing)."""
+def tenant_cors_set(*, tenant: Tenant, origins: object, expected_version: object | None = None) -> list[str]:
+    """Replace the browser origins allowed to call the API with this tenant's keys (all or nothing).
+
+    ``expected_version`` (``content_version`` of the list the caller read) is compared under the lock."""
     if not isinstance(origins, list):
         raise OriginRefused("origins is a list of origins.", field="origins", rule="P-6")
     if len(origins) > CORS_ORIGINS_MAX:
@@ -511,6 +514,7 @@ def tenant_cors_set(*, tenant: Tenant, origins: object) -> list[str]:
         if origin not in normalised:
             normalised.append(origin)
     locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    version_check("cors", tenant.pk, content_version(locked.cors_origins), expected_version)
     locked.cors_origins = normalised
     locked.save(update_fields=["cors_origins"])
     tenant.cors_origins = normalised
@@ -520,3 +524,17 @@ def tenant_cors_set(*, tenant: Tenant, origins: object) -> list[str]:
     cors_origins_forget()
     transaction.on_commit(cors_origins_forget)
     return normalised
+
+
+@transaction.atomic
+def tenant_preconditions_set(*, tenant: Tenant, require_if_match: object,
+                             expected_version: object | None = None) -> bool:
+    """Whether every PATCH/PUT/DELETE of an editable resource must carry If-Match (428 without it)."""
+    if not isinstance(require_if_match, bool):
+        raise ValidationFailed("require_if_match is true or false.", field="require_if_match")
+    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    version_check("preconditions", tenant.pk, content_version(locked.require_if_match), expected_version)
+    locked.require_if_match = require_if_match
+    locked.save(update_fields=["require_if_match"])  # a save: the verified-key cache forgets the tenant
+    tenant.require_if_match = require_if_match
+    return require_if_match

@@ -44,6 +44,8 @@ OPS = [
     Op("get", "/api/v1/tenant", names_a=False),
     Op("get", "/api/v1/tenant/cors", admin_only=True, names_a=False),
     Op("put", "/api/v1/tenant/cors", write=True, admin_only=True, names_a=False),
+    Op("get", "/api/v1/tenant/preconditions", admin_only=True, names_a=False),
+    Op("put", "/api/v1/tenant/preconditions", write=True, admin_only=True, names_a=False),
     Op("get", "/api/v1/api-keys", admin_only=True, names_a=False),
     Op("post", "/api/v1/api-keys", write=True, admin_only=True, names_a=False),
     Op("get", "/api/v1/api-keys/{id}", admin_only=True),
@@ -240,6 +242,7 @@ def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
         ("post", "/api/v1/jobs/generate"): {"description": "A river city and its guilds."},
         ("post", "/api/v1/jobs/split"): {"text": "# Varn\nVarn is a river city with a long history."},
         ("put", "/api/v1/tenant/cors"): {"origins": ["https://partner.example"]},
+        ("put", "/api/v1/tenant/preconditions"): {"require_if_match": False},
         ("put", "/api/v1/jobs/model"): {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
         ("post", "/api/v1/jobs/{job_id}/accept"): {"title": "From the matrix"},
     }

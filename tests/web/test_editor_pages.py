@@ -172,7 +172,41 @@ def test_rows_are_not_draggable_in_a_filtered_or_sorted_list(tenant_a):
 def form_fields(page: str) -> set[str]:
     form = page[page.index('class="card entry-form"'):]
     form = form[:form.index("</form>")]
-    return set(re.findall(r'name="([a-z_]+)"', form)) - {"csrfmiddlewaretoken", "next"}
+    # ``version`` is the hidden version the form was loaded with (issue 27), not an entry field.
+    return set(re.findall(r'name="([a-z_]+)"', form)) - {"csrfmiddlewaretoken", "next", "version"}
+
+
+def _loaded_version(page: str) -> str:
+    found = re.search(r'<input type="hidden" name="version" value="(\d+)"', page)
+    assert found, "the entry form carries the version it was loaded with"
+    return found.group(1)
+
+
+def test_two_tabs_editing_one_entry_the_stale_save_is_told_and_overwrites_nothing(tenant_a):
+    book = make_book(tenant_a, title="World", profile="smart")
+    entry = make_entry(book, title="Varn", content=LORE, keys=["la ciudad"])
+    owner = signed_in(tenant_a.member)
+    url = f"/books/{book.pk}/entries/{entry.pk}"
+    first_tab, second_tab = _loaded_version(html(owner.get(url))), _loaded_version(html(owner.get(url)))
+    saved = owner.post(url, {"title": "Varn", "content": LORE + " Tab one.", "keys": "la ciudad", "enabled": "on",
+                             "version": first_tab})
+    assert saved.status_code == 302
+    stale = owner.post(url, {"title": "Varn", "content": LORE + " Tab two.", "keys": "la ciudad", "enabled": "on",
+                             "version": second_tab})
+    assert stale.status_code == 412
+    page = html(stale)
+    assert "changed in another tab or by someone else" in page
+    assert "Tab two&#x27;s lore." in page or LORE + " Tab two." in page  # what they typed is still there
+    assert _loaded_version(page) == second_tab  # saving again is refused again until they reload
+    entry.refresh_from_db()
+    assert entry.content == LORE + " Tab one."
+    # Reloaded, the save goes through.
+    fresh = _loaded_version(html(owner.get(url)))
+    assert fresh != second_tab
+    assert owner.post(url, {"title": "Varn", "content": LORE + " Tab two.", "keys": "la ciudad", "enabled": "on",
+                            "version": fresh}).status_code == 302
+    entry.refresh_from_db()
+    assert entry.content == LORE + " Tab two."
 
 
 def test_each_row_opens_its_entry_form_and_saving_goes_through_the_service(tenant_a):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext as _, gettext_lazy
 from django.views.decorators.http import require_POST
 
 from books import imports
@@ -52,6 +53,12 @@ from web.views.common import (
     page_of,
     query_without_page,
     refusals_as_pages,
+)
+
+# The page's words for a 412: a person, not a client, holds the stale version.
+STALE_ENTRY_TEXT = gettext_lazy(
+    "This entry was changed in another tab or by someone else after you opened this form, so your changes "
+    "were not saved. Copy what you need, reload the entry, and make your change again."
 )
 
 ENTRIES_PER_PAGE = 50  # the editor pages a 2,000-entry book: server time and browser stay quick (point 8)
@@ -319,7 +326,14 @@ def entry_page(request: HttpRequest, book_id: int, entry_id: int) -> HttpRespons
         status = 400
         if form.is_valid():
             with refusal_on_form(form) as refused:
-                entry_update(actor=actor, entry=entry, **form.fields_for_service())
+                entry_update(actor=actor, entry=entry, expected_version=form.expected_version(),
+                             **form.fields_for_service())
+            if refused.status == 412:
+                # Changed in another tab (or by someone else) since this form was loaded: nothing was
+                # saved; the person's text stays in the form, the hidden version stays the old one, so
+                # saving again is refused again until they reload (and re-apply what they meant).
+                status = 412
+                form.errors[NON_FIELD_ERRORS] = form.error_class([str(STALE_ENTRY_TEXT)])
             if not refused:
                 messages.success(request, _("Entry saved."))
                 return redirect(_back_to_list(request, book))

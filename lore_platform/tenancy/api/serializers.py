@@ -68,6 +68,14 @@ class InvitationCreatedOut(InvitationOut):
         fields = [*InvitationOut.Meta.fields, "link"]
 
 
+class TenantPreconditionsIO(serializers.Serializer):
+    require_if_match = serializers.BooleanField(
+        help_text="When true, every PATCH/PUT/DELETE of an editable resource (books, entries) must send "
+                  "If-Match with the ETag it read: 428 `precondition_required` without it. A stale If-Match is "
+                  "412 `precondition_failed` either way. Default false.",
+    )
+
+
 class TenantCorsIO(serializers.Serializer):
     origins = serializers.ListField(
         child=serializers.CharField(max_length=200, trim_whitespace=False), max_length=50,

@@ -6,6 +6,7 @@ from lore_platform.tenancy.api.views import (
     InvitationViewSet,
     MemberViewSet,
     TenantCorsView,
+    TenantPreconditionsView,
     TenantView,
 )
 
@@ -17,5 +18,6 @@ router.register("invitations", InvitationViewSet, basename="invitation")
 urlpatterns = [
     path("tenant", TenantView.as_view(), name="tenant"),
     path("tenant/cors", TenantCorsView.as_view(), name="tenant-cors"),
+    path("tenant/preconditions", TenantPreconditionsView.as_view(), name="tenant-preconditions"),
     *router.urls,
 ]

@@ -12,7 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from lore_platform.api.base import TenantAPIView, TenantViewSet
+from lore_platform.api.conditional import SCHEMA
 from lore_platform.errors import ValidationFailed
+from lore_platform.etags import content_version
 from lore_platform.tenancy import selectors, services
 from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.api.serializers import (
@@ -26,6 +28,7 @@ from lore_platform.tenancy.api.serializers import (
     MemberOut,
     MemberRoleIn,
     TenantCorsIO,
+    TenantPreconditionsIO,
 )
 from lore_platform.tenancy.models import ApiKey, Invitation, Membership
 from lore_platform.tenancy.permissions import IsTenantAdmin
@@ -78,11 +81,17 @@ class TenantCorsView(TenantAPIView):
     permission_classes = [IsTenantAdmin]
     schema = _BodyRequiredSchema()
 
-    @extend_schema(responses=TenantCorsIO, summary="Browser origins allowed to call the API with this tenant's keys")
-    def get(self, request: Request) -> Response:
-        return Response({"origins": selectors.tenant_cors_origins(self.actor.tenant)})
+    def _out(self, origins: list[str]) -> Response:
+        return self.tagged(Response({"origins": origins}), "cors", self.actor.tenant.pk, content_version(origins))
 
-    @extend_schema(request=CORS_ORIGINS_IN, responses=TenantCorsIO,
+    @extend_schema(responses={200: TenantCorsIO, **SCHEMA["read"]["responses"]},
+                   parameters=SCHEMA["read"]["parameters"],
+                   summary="Browser origins allowed to call the API with this tenant's keys")
+    def get(self, request: Request) -> Response:
+        return self._out(selectors.tenant_cors_origins(self.actor.tenant))
+
+    @extend_schema(request=CORS_ORIGINS_IN, responses={200: TenantCorsIO, **SCHEMA["write"]["responses"]},
+                   parameters=SCHEMA["write"]["parameters"],
                    summary="Replace the allowed browser origins (422 names a malformed one)")
     def put(self, request: Request) -> Response:
         if not isinstance(request.data, dict) or "origins" not in request.data:
@@ -92,8 +101,51 @@ class TenantCorsView(TenantAPIView):
             # Refused, not ignored: a misspelt field would otherwise look saved.
             raise ValidationFailed("Unknown field {name}; the body is {{\"origins\": [...]}}.",
                                    values={"name": repr(unknown[0])}, field=unknown[0], rule="P-6")
-        origins = services.tenant_cors_set(tenant=self.actor.tenant, origins=request.data["origins"])
-        return Response({"origins": origins})
+        origins = services.tenant_cors_set(tenant=self.actor.tenant, origins=request.data["origins"],
+                                           expected_version=self.expected_version("cors", self.actor.tenant.pk))
+        return self._out(origins)
+
+
+PRECONDITIONS_IN = {
+    "application/json": {
+        "type": "object",
+        "properties": {"require_if_match": {"type": "boolean"}},
+        "required": ["require_if_match"],
+        "additionalProperties": False,
+    }
+}
+
+
+class TenantPreconditionsView(TenantAPIView):
+    """Whether this tenant requires If-Match on every change of an editable resource. Admins only."""
+
+    permission_classes = [IsTenantAdmin]
+    schema = _BodyRequiredSchema()
+
+    def _out(self, value: bool) -> Response:
+        return self.tagged(Response({"require_if_match": value}), "preconditions", self.actor.tenant.pk,
+                           content_version(value))
+
+    @extend_schema(responses={200: TenantPreconditionsIO, **SCHEMA["read"]["responses"]},
+                   parameters=SCHEMA["read"]["parameters"],
+                   summary="Whether changes must carry If-Match (428 without)")
+    def get(self, request: Request) -> Response:
+        return self._out(self.actor.tenant.require_if_match)
+
+    @extend_schema(request=PRECONDITIONS_IN, responses={200: TenantPreconditionsIO, **SCHEMA["write"]["responses"]},
+                   parameters=SCHEMA["write"]["parameters"],
+                   summary="Require If-Match on every PATCH/PUT/DELETE of books and entries, or not")
+    def put(self, request: Request) -> Response:
+        if not isinstance(request.data, dict) or "require_if_match" not in request.data:
+            raise ValidationFailed("Send {\"require_if_match\": true|false}.", field="require_if_match")
+        unknown = sorted(set(request.data) - {"require_if_match"})
+        if unknown:
+            raise ValidationFailed("Unknown field {name}; the body is {{\"require_if_match\": true|false}}.",
+                                   values={"name": repr(unknown[0])}, field=unknown[0])
+        value = services.tenant_preconditions_set(
+            tenant=self.actor.tenant, require_if_match=request.data["require_if_match"],
+            expected_version=self.expected_version("preconditions", self.actor.tenant.pk))
+        return self._out(value)
 
 
 def _key_created(issued: services.IssuedKey) -> Response:
