@@ -567,3 +567,14 @@ def shared_books_in_language(source_language: str) -> list[tuple[int, int]]:
     books = Book.objects.unscoped().filter(visibility__in=NON_PRIVATE)
     matching = books.filter(Q(language__iexact=base) | Q(language__istartswith=f"{base}-"))
     return list(matching.order_by("id").values_list("tenant_id", "pk"))
+
+
+def library_tags(*, limit: int = 300) -> list[str]:
+    """Tags of the library's public books, most used first (suggestions for a book's tags)."""
+    counts: dict[str, int] = {}
+    rows = Book.objects.unscoped().filter(visibility=Visibility.PUBLIC).values_list("tags", flat=True)[:5000]
+    for tags in rows:
+        for tag in tags or []:
+            if isinstance(tag, str) and tag.strip():
+                counts[tag.strip()] = counts.get(tag.strip(), 0) + 1
+    return [t for t, _n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower()))][:limit]
