@@ -87,3 +87,28 @@ def test_a_public_book_under_ten_entries_comes_back_private_and_says_so(tenant_a
     page = client.post(f"/books/{book.pk}/restore", {"was": "public"}, follow=True).content.decode()
     assert "came back private" in page
     assert Book.objects.for_tenant(tenant_a.tenant).get(pk=book.pk).visibility == "private"
+
+
+@pytest.mark.parametrize(("path", "upload_name", "title"), [
+    # World info: its own `name`, else `originalData.name`, before the file name.
+    ("st-worldinfo/chub_hybrid_far_domain.json", "main_far-domain-124141b397b7_world_info.json", "The Far Domain"),
+    ("st-worldinfo/user_eu4_originalData.json", "export (3).json", "EU4"),
+    # A card: its book's name (else the card's data.name).
+    ("card-json/fixture_tavernkit_full_v2.json", "aurora.json", "Oracle's Lore"),
+    # Nothing inside names it: the file name, without its extension.
+    ("st-worldinfo/dal_arcs_1.1.0.json", "dal_arcs_1.1.0.json", "dal_arcs_1.1.0"),
+])
+def test_an_imported_book_takes_the_files_own_name_before_the_file_name(tenant_a, path, upload_name, title):
+    import io
+
+    from tests.shared_data import require_shared
+
+    data = require_shared("corpus", *path.split("/")).read_bytes()
+    upload = io.BytesIO(data)
+    upload.name = upload_name
+    client = signed_in(tenant_a.member)
+    response = client.post("/books", {"action": "import", "file": upload, "profile": "classic", "title": "",
+                                      "language": "en"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    book = Book.objects.for_tenant(tenant_a.tenant).get()
+    assert book.title == title
