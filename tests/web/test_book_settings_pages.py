@@ -112,3 +112,14 @@ def test_an_imported_book_takes_the_files_own_name_before_the_file_name(tenant_a
     assert response.status_code == 302, response.content.decode()[:2000]
     book = Book.objects.for_tenant(tenant_a.tenant).get()
     assert book.title == title
+
+
+def test_the_new_pages_speak_spanish(tenant_a):
+    book = make_book(tenant_a, title="Varn")
+    client = signed_in(tenant_a.member)
+    client.cookies["django_language"] = "es"
+    assert "Ajustes de Varn" in client.get(f"/books/{book.pk}/settings", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    assert "Mover a la papelera" in client.get(f"/books/{book.pk}/delete", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    client.post(f"/books/{book.pk}/delete", HTTP_ACCEPT_LANGUAGE="es")
+    trash = client.get("/books/trash", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    assert "Libros en la papelera" in trash and "Restaurar" in trash
