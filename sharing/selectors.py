@@ -331,15 +331,18 @@ def library_search(
 # queries (NULL_QUERIES): the *margin* is how much closer the query is than noise. A book is found
 # when its margin reaches MEANING_MARGIN_FLOOR, or when its text holds every word of the query (a
 # title search typed in meaning mode); the rest is not returned at all. The books found are ranked by
-# reciprocal-rank fusion (RRF_K) of the vector ranking (by margin) and the text ranking (how many of
-# the query's words the book's title, description, tags and entry titles hold). Measured on the judged
+# reciprocal-rank fusion (RRF_K, RRF_WEIGHTS) of the vector ranking (by margin) and the text ranking
+# (how many of the query's words the book's title, description and tags hold). Measured on the judged
 # queries of bench/library_search_judged.json (python -m bench.library_search).
 NULL_QUERIES: tuple[str, ...] = (
     "asdf qwerty", "lorem ipsum dolor sit amet", "xkcd vbnm hjkl", "untitled", "new entry", "test",
     "hello world", "aaaa bbbb cccc",
 )
 MEANING_MARGIN_FLOOR = 0.06
-RRF_K = 60
+# k = 10 and the words at a quarter of the meaning's weight: the best of k in {10, 20, 60} and weights in
+# {0.25, 0.5, 1} on the judged set (the words mostly break ties between books about the query).
+RRF_K = 10
+RRF_WEIGHTS = (1.0, 0.25)
 # Words too common to say anything about a book (the text ranking ignores them).
 _STOP_WORDS = frozenset(
     "a an and are as at be by de del el en es for from in is it la las los of on or que the their to un una "
@@ -363,19 +366,26 @@ def meaning_terms(text: str) -> list[str]:
 
 
 def _text_ranking(terms: list[str], base: QuerySet[Book]) -> tuple[list[int], set[int]]:
-    """Books holding any of ``terms`` in their search text, most terms first; and those holding every term."""
+    """Books whose own words (title, description, tags) hold any of ``terms``, most terms first; and the
+    books whose whole search text (entry titles too) holds every term.
+
+    Entry titles stay out of the ranking: a big book's hundreds of titles hold some word of almost any
+    query, which pushed big books up on the judged set (bench.library_search).
+    """
     if not terms:
         return [], set()
     hits: Any = Value(0, output_field=IntegerField())
     any_term = Q()
+    every_term = Q()
     for term in terms:
-        hits = hits + Case(When(share__search_text__icontains=term, then=Value(1)), default=Value(0),
-                           output_field=IntegerField())
-        any_term |= Q(share__search_text__icontains=term)
+        own = Q(title__icontains=term) | Q(description__icontains=term) | Q(share__tags_index__icontains=term)
+        hits = hits + Case(When(own, then=Value(1)), default=Value(0), output_field=IntegerField())
+        any_term |= own
+        every_term &= Q(share__search_text__icontains=term)
     rows = list(
-        base.filter(any_term).annotate(hits=hits).order_by("-hits", "-id").values_list("pk", "hits")[:MEANING_LIMIT]
+        base.filter(any_term).annotate(hits=hits).order_by("-hits", "-id").values_list("pk", flat=True)[:MEANING_LIMIT]
     )
-    return [pk for pk, _n in rows], {pk for pk, n in rows if n == len(terms)}
+    return rows, set(base.filter(every_term).values_list("pk", flat=True)[:MEANING_LIMIT])
 
 
 def _margins(vectors: QuerySet[BookVector], nearest: list[tuple[int, float]], embedder: Embedder) -> dict[int, float]:
@@ -391,12 +401,15 @@ def _margins(vectors: QuerySet[BookVector], nearest: list[tuple[int, float]], em
     return {book_id: similarity - baseline.get(book_id, 0.0) for book_id, similarity in nearest}
 
 
-def fuse_rankings(rankings: Sequence[Sequence[int]], *, k: int = RRF_K) -> list[int]:
-    """Reciprocal-rank fusion: each list gives its i-th item 1/(k+i+1); the sums decide, ties by first seen."""
+def fuse_rankings(
+    rankings: Sequence[Sequence[int]], *, k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[int]:
+    """Reciprocal-rank fusion: list j gives its i-th item weight_j/(k+i+1); the sums decide, ties by first seen."""
     scores: dict[int, float] = {}
-    for ranking in rankings:
+    for j, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[j]
         for i, item in enumerate(ranking):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + i + 1)
+            scores[item] = scores.get(item, 0.0) + weight / (k + i + 1)
     return sorted(scores, key=lambda item: -scores[item])
 
 
@@ -424,7 +437,7 @@ def _search_by_meaning(text: str, base: QuerySet[Book], *, sort: str, embedder: 
     by_meaning = sorted((i for i, m in margins.items() if m >= MEANING_MARGIN_FLOOR), key=lambda i: -margins[i])
     by_text, every_word = _text_ranking(meaning_terms(text), base)
     found = set(by_meaning) | every_word
-    ranked = [i for i in fuse_rankings([by_meaning, by_text]) if i in found]
+    ranked = [i for i in fuse_rankings([by_meaning, by_text], weights=RRF_WEIGHTS) if i in found]
     by_id = {book.pk: book for book in _library_annotate(Book.objects.unscoped().filter(pk__in=ranked))}
     hits: list[Book] = []
     for book_id in ranked:
