@@ -126,3 +126,17 @@ def test_purge_deletes_only_books_trashed_more_than_30_days_ago(tenant_a):
     out = StringIO()
     call_command("books_trash_purge", stdout=out)
     assert "Purged 0" in out.getvalue()
+
+
+def test_a_persona_lineage_whose_book_is_in_the_trash_is_told_to_restore_it(tenant_a):
+    from books.lineages import lineage_get_or_create
+    from books.services import book_create
+    from tests.books.factories import admin_actor
+
+    actor = admin_actor(tenant_a)
+    lineage = lineage_get_or_create(tenant=tenant_a.tenant, key="Ilsa by Ana")
+    book = book_create(actor=actor, title="Ilsa's lore", profile="server", scope="persona", lineage=lineage)
+    book_trash(actor=actor, book=book)
+    with pytest.raises(Exception) as refused:
+        book_create(actor=actor, title="Again", profile="server", scope="persona", lineage=lineage)
+    assert "in the trash" in str(refused.value) and getattr(refused.value, "status", None) == 409
