@@ -41,6 +41,7 @@ from books.api.serializers import (
     TrashedBookOut,
 )
 from books.limits import PUBLISH_MIN_ENTRIES, TRASH_KEEP_DAYS
+from lore_platform.api.pagination import page_of
 from books.models import Book, Entry
 from lore_platform.api.base import TenantViewSet
 from books.lineages import lineage_get
@@ -56,6 +57,7 @@ ERRORS = {
     ),
 }
 READ_ERRORS = {404: ERRORS[404]}
+TrashedBookPageOut = page_of(TrashedBookOut, "TrashedBookPageOut")
 
 
 def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
@@ -122,7 +124,7 @@ class BookViewSet(TenantViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
-        responses={200: TrashedBookOut(many=True)},
+        responses={200: TrashedBookPageOut},
         summary="Books in the trash",
         description=f"The caller's trashed books (tenant-owned ones too, for admins), restorable for "
         f"{TRASH_KEEP_DAYS} days after they were trashed (`purge_at`), most recently trashed first.",
