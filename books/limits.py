@@ -427,3 +427,6 @@ def entry_capacity_check(book: Book, *, adding: int, field: str = "entries") -> 
         "This world book would hold {total:,} entries; a book holds at most {limit:,} ({rule}).",
         values=values, field=field, rule=rule, details=details,
     )
+
+# The trash: a deleted book is kept this long, restorable, then purged (issue 28).
+TRASH_KEEP_DAYS = 30

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -65,6 +66,17 @@ class Scope(models.TextChoices):
     PERSONA = "persona", "Persona lineage book"
 
 
+class LiveBookManager(TenantScopedManager["Book"]):
+    """Books that are not in the trash: every read of books starts here (lists, library, turns).
+
+    A trashed book is kept for :data:`books.limits.TRASH_KEEP_DAYS` days, restorable, but is
+    gone for everything else; only the trash services read it, through ``Book.with_trashed``.
+    """
+
+    def get_queryset(self) -> Any:
+        return super().get_queryset().filter(trashed_at__isnull=True)
+
+
 class Book(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="books")
     # Null owner = the tenant owns it (server-wide collections, S-1).
@@ -103,11 +115,19 @@ class Book(models.Model):
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    # Set when the book is moved to the trash (restorable until it is purged); null = live.
+    trashed_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TenantScopedManager["Book"]()
+    # The first manager is the default one (reverse relations such as ``tenant.books`` use it).
+    objects = LiveBookManager()
+    with_trashed = TenantScopedManager["Book"]()
 
     class Meta:
-        indexes = [models.Index(fields=["tenant", "owner"]), models.Index(fields=["visibility"])]
+        indexes = [
+            models.Index(fields=["tenant", "owner"]),
+            models.Index(fields=["visibility"]),
+            models.Index(fields=["tenant", "trashed_at"], name="book_trash_idx"),
+        ]
         constraints = [
             # Characters sharing a lineage share one persona book (S-2).
             models.UniqueConstraint(

@@ -215,3 +215,13 @@ def book_for_lineage(*, actor: Actor, lineage: Lineage) -> Book | None:
 def book_version(book: Book) -> int:
     """The book's current version (caches key on it)."""
     return Book.objects.for_tenant(book.tenant).values_list("version", flat=True).get(pk=book.pk)
+
+
+def book_tags_known(actor: Actor, *, limit: int = 300) -> list[str]:
+    """Tags on the books the actor reads, most used first (suggestions next to the library's)."""
+    counts: dict[str, int] = {}
+    for tags in books_visible_to(actor).values_list("tags", flat=True)[:5000]:
+        for tag in tags or []:
+            if isinstance(tag, str) and tag.strip():
+                counts[tag.strip()] = counts.get(tag.strip(), 0) + 1
+    return [t for t, _n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower()))][:limit]

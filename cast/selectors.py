@@ -438,6 +438,8 @@ def _dedupe(tenant: Tenant, ordered: list[GatheredBook]) -> Gathering:
     for gathered in ordered:
         if gathered.book.pk in seen:
             continue  # attached twice: injected once, with the first label (W-8)
+        if gathered.book.trashed_at is not None:
+            continue  # in the trash: gone from every turn until restored (its attachments stay for that)
         seen.add(gathered.book.pk)
         injectable, reason = book_injectable_for(tenant, gathered.book, link_token=gathered.link_token)
         if not injectable:

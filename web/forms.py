@@ -376,3 +376,63 @@ class ModelSettingsForm(forms.Form):
         choice.choices = [("", _("The operator's default")), *((name, name) for name in endpoints)]
         if not tenant_endpoints:
             del self.fields["base_url"]
+
+
+# --- book settings (issue 28) ------------------------------------------------------------------
+# Scan settings each profile reads (C-2..C-4 for the keyword profiles; a world book reads only its budget).
+BOOK_SCAN_FIELDS: dict[str, tuple[str, ...]] = {
+    Profile.CLASSIC: ("scan_depth", "token_budget", "recursive", "case_sensitive", "whole_words"),
+    Profile.SILLYTAVERN: ("scan_depth", "token_budget", "recursive", "case_sensitive", "whole_words"),
+    Profile.SERVER: ("scan_depth", "token_budget", "recursive", "case_sensitive", "whole_words"),
+    Profile.SMART: ("token_budget",),
+}
+
+
+def book_living_allowed(book: Book) -> bool:
+    """L-1: the living world is for private world books owned by a user."""
+    return book.profile == Profile.SMART and book.owner_id is not None and book.visibility == Visibility.PRIVATE
+
+
+class BookSettingsForm(forms.Form):
+    """A book's own settings; the book service checks every value and names its rule."""
+
+    title = forms.CharField(label=_("Title"), max_length=200)
+    description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    tags = forms.CharField(
+        label=_("Tags (separated by commas)"), required=False,
+        widget=forms.TextInput(attrs={"list": "tag-suggestions", "autocomplete": "off", "data-tags": "1"}),
+    )
+    language = forms.CharField(label=_("Language"), max_length=16, required=False,
+                               help_text=_("The language the lore is written in, e.g. en, es, zh."))
+    scan_depth = forms.CharField(label=_("Scan depth (messages; empty = the profile's default)"), required=False)
+    token_budget = forms.CharField(label=_("Token budget (empty = the profile's default)"), required=False)
+    recursive = forms.BooleanField(label=_("Recursive scanning"), required=False)
+    case_sensitive = forms.BooleanField(label=_("Case-sensitive keys"), required=False)
+    whole_words = forms.BooleanField(label=_("Match whole words"), required=False)
+    living_world = forms.BooleanField(label=_("Living world (the model may add lore from your own chats)"),
+                                      required=False)
+
+    def __init__(self, *args: Any, book: Book, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", {
+            "title": book.title, "description": book.description, "tags": ", ".join(book.tags or []),
+            "language": book.language, "scan_depth": "" if book.scan_depth is None else book.scan_depth,
+            "token_budget": "" if book.token_budget is None else book.token_budget,
+            "recursive": book.recursive, "case_sensitive": book.case_sensitive, "whole_words": book.whole_words,
+            "living_world": book.living_world,
+        })
+        super().__init__(*args, **kwargs)
+        scan = BOOK_SCAN_FIELDS.get(book.profile, ())
+        for name in ("scan_depth", "token_budget", "recursive", "case_sensitive", "whole_words"):
+            if name not in scan:
+                del self.fields[name]
+        if not book_living_allowed(book):
+            del self.fields["living_world"]
+
+    def fields_for_service(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        out: dict[str, Any] = {name: data[name] for name in self.fields}
+        out["tags"] = [t.strip() for t in (data.get("tags") or "").split(",") if t.strip()]
+        for name in ("scan_depth", "token_budget"):
+            if name in out:
+                out[name] = _whole_number(out[name]) if str(out[name]).strip() else None
+        return out

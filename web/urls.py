@@ -2,7 +2,7 @@
 from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from web.views import accounts, books, cast, jobs, library, living
+from web.views import accounts, book_settings, books, cast, jobs, library, living
 
 urlpatterns = [
     path("", library.library, name="web-home"),
@@ -28,7 +28,11 @@ urlpatterns = [
     path("library/<int:book_id>/attach", library.library_attach, name="web-library-attach"),
     path("link/<str:token>", library.link_book, name="web-link"),
     path("books", books.my_books, name="web-books"),
+    path("books/trash", book_settings.trash, name="web-trash"),
     path("books/<int:book_id>", books.book_page, name="web-book"),
+    path("books/<int:book_id>/settings", book_settings.book_settings, name="web-book-settings"),
+    path("books/<int:book_id>/delete", book_settings.book_delete, name="web-book-delete"),
+    path("books/<int:book_id>/restore", book_settings.book_restore_page, name="web-book-restore"),
     path("books/<int:book_id>/import", books.book_import_into, name="web-book-import"),
     path("books/<int:book_id>/visibility", books.book_visibility, name="web-book-visibility"),
     path("books/<int:book_id>/link/rotate", books.book_link_rotate, name="web-book-rotate"),

@@ -431,3 +431,23 @@ class ReorderOut(serializers.Serializer):
 class EntriesCreatedOut(serializers.Serializer):
     entries = EntryOut(many=True)
     version = serializers.IntegerField()
+
+
+class TrashedBookOut(serializers.ModelSerializer):
+    """A book in the trash: restorable until ``purge_at``."""
+
+    owner = serializers.IntegerField(source="owner_id", allow_null=True, read_only=True)
+    purge_at = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Book
+        fields = ["id", "title", "description", "profile", "visibility", "language", "owner", "trashed_at",
+                  "purge_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DateTimeField)
+    def get_purge_at(self, book: Book) -> Any:
+        from books.services import trash_purge_at
+
+        when = trash_purge_at(book)
+        return serializers.DateTimeField().to_representation(when) if when else None

@@ -37,12 +37,15 @@ from books.api.serializers import (
     EntryOut,
     ErrorOut,
     ReorderOut,
+    TrashedBookOut,
 )
+from books.limits import PUBLISH_MIN_ENTRIES, TRASH_KEEP_DAYS
 from books.lineages import lineage_get
 from books.models import Book, Entry
 from books.services.entry_write import entry_version
 from lore_platform.api.base import TenantViewSet
 from lore_platform.api.conditional import SCHEMA
+from lore_platform.api.pagination import page_of
 from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.tenancy.actor import Actor
 from retrieval.engine.rules import SMART
@@ -58,6 +61,7 @@ ERRORS = {
 READ_ERRORS = {404: ERRORS[404]}
 READ_TAGGED = SCHEMA["read"]
 WRITE_TAGGED = SCHEMA["write"]
+TrashedBookPageOut = page_of(TrashedBookOut, "TrashedBookPageOut")
 
 
 def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
@@ -118,12 +122,41 @@ class BookViewSet(TenantViewSet):
         book = services.book_update(actor=self.actor, book=book, expected_version=expected, **data)
         return self._out(book)
 
-    @extend_schema(responses={204: None, **ERRORS, **WRITE_TAGGED["responses"]},
-                   summary="Delete a book and its entries", parameters=WRITE_TAGGED["parameters"][:1])
+    @extend_schema(
+        responses={204: None, **ERRORS, **WRITE_TAGGED["responses"]},
+        parameters=WRITE_TAGGED["parameters"][:1],
+        summary="Move a book to the trash",
+        description="The book and its entries leave every list, the library and every turn at once, and stay "
+        f"restorable for {TRASH_KEEP_DAYS} days (`GET /api/v1/books/trash`, `POST /api/v1/books/{{id}}/restore`); "
+        "after that they are deleted for good. A public book leaves the library while it is in the trash.",
+    )
     def destroy(self, request: Request, pk: str) -> Response:
         book = access_book(self.actor, pk)
-        services.book_delete(actor=self.actor, book=book, expected_version=self.expected_version("book", book.pk))
+        services.book_trash(actor=self.actor, book=book, expected_version=self.expected_version("book", book.pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        responses={200: TrashedBookPageOut},
+        summary="Books in the trash",
+        description=f"The caller's trashed books (tenant-owned ones too, for admins), restorable for "
+        f"{TRASH_KEEP_DAYS} days after they were trashed (`purge_at`), most recently trashed first.",
+    )
+    @action(detail=False, methods=["get"], url_path="trash")
+    def trash(self, request: Request) -> Response:
+        page = self.paginate_queryset(services.books_trashed(self.actor))
+        return self.get_paginated_response(TrashedBookOut(page, many=True).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: BookOut, **ERRORS},
+        summary="Restore a book from the trash",
+        description="The book comes back as it was, with its entries and attachments. A formerly public book "
+        f"with fewer than {PUBLISH_MIN_ENTRIES.value} entries comes back private (P-1). A book not in the trash "
+        "(or purged) is 404.",
+    )
+    @action(detail=True, methods=["post"])
+    def restore(self, request: Request, pk: str) -> Response:
+        return self._out(services.book_restore(actor=self.actor, book_id=pk))
 
     @extend_schema(
         request=BookActiveIn,

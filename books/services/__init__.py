@@ -48,10 +48,22 @@ from books.services.entry_write import (
     entry_move,
     entry_update,
 )
+from books.services.trash import (
+    book_restore,
+    book_trash,
+    books_trash_purge,
+    books_trashed,
+    trash_purge_at,
+)
 from books.services.usage import entries_flag_regex_overruns, entries_record_usage
 from books.services.versions import book_version_bump
 
 __all__ = [
+    "book_restore",
+    "book_trash",
+    "books_trash_purge",
+    "books_trashed",
+    "trash_purge_at",
     "BOOK_CREATE_FIELDS",
     "BOOK_EDITABLE_FIELDS",
     "ENTRY_CREATE_ONLY_FIELDS",

@@ -63,7 +63,11 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
         if lineage_value is None:
             raise field_refusal("A persona book names the persona's lineage (S-2).", "lineage", "S-2")
         book.lineage = _lineage_resolve(actor, lineage_value)
-        if Book.objects.for_tenant(actor.tenant).filter(lineage=book.lineage).exists():
+        existing = Book.with_trashed.for_tenant(actor.tenant).filter(lineage=book.lineage).first()
+        if existing is not None and existing.trashed_at is not None:
+            raise Conflict("This lineage's book is in the trash; restore it instead of making another (S-2).",
+                           field="lineage", rule="S-2")
+        if existing is not None:
             raise Conflict("This lineage has its book already; personas of a lineage share one (S-2).",
                            field="lineage", rule="S-2")
     elif lineage_value is not None:

@@ -78,7 +78,13 @@ class LibraryBookListView(PublicAPIView):
         operation_id="library_books_list",
         description="Public books of every tenant. `q` searches words (PostgreSQL full-text search over title, "
         "description, tags and entry titles) or, with `mode=meaning`, meaning (book vectors, pgvector). Filter by "
-        "`tag` and `language`; sort by newest, most_copied, most_attached or relevance. Paginated.",
+        "`tag` and `language`; sort by newest, most_copied, most_attached or relevance. Paginated.\n\n"
+        "Search by meaning returns only books that are about the query: each book's similarity is compared with "
+        "its similarity to meaningless queries, and a book that is not clearly closer is left out (a query that "
+        "matches nothing returns no book), unless its text holds every word of the query. The books found are "
+        "ranked by fusing the meaning and word rankings (reciprocal-rank fusion). Its answer also says "
+        "`indexing_incomplete` (true while published books are still being embedded, so results may be missing "
+        "some) and `indexing: {indexed, total}`.",
     )
     def get(self, request: Request) -> Response:
         params = _parse(LibraryParams, request.query_params)
@@ -97,7 +103,13 @@ class LibraryBookListView(PublicAPIView):
         paginator = Pagination()
         page: list[Book] = list(paginator.paginate_queryset(books, request, view=self) or [])
         displays = selectors.books_display(page, params.get("lang"))
-        return paginator.get_paginated_response([library_book_out(b, displays[b.pk]) for b in page])
+        response = paginator.get_paginated_response([library_book_out(b, displays[b.pk]) for b in page])
+        if q and params["mode"] == "meaning":
+            # Books still being embedded cannot be found by meaning yet: say so, with the counts.
+            state = selectors.library_meaning_index_state(**filters)
+            response.data["indexing_incomplete"] = state.incomplete
+            response.data["indexing"] = {"indexed": state.indexed, "total": state.total}
+        return response
 
 
 def _book_page(book: Book, language: str | None) -> Response:

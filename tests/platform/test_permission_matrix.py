@@ -59,6 +59,8 @@ OPS = [
     Op("get", "/api/v1/books/{id}"),
     Op("patch", "/api/v1/books/{id}", write=True),
     Op("delete", "/api/v1/books/{id}", write=True),
+    Op("get", "/api/v1/books/trash", names_a=False),
+    Op("post", "/api/v1/books/{id}/restore", write=True),
     Op("post", "/api/v1/books/{id}/active", write=True),
     Op("get", "/api/v1/books/{id}/canon-meter"),
     Op("get", "/api/v1/books/{book_id}/entries"),
@@ -170,6 +172,8 @@ def world(tenant_a):
     membership = next(row["id"] for row in rows if row["role"] == "member")
     invitation = tenant_a.admin_client.post("/api/v1/members", {"email": "invited@tenant-a.test"}, format="json")
     assert invitation.status_code == 201, invitation.content
+    trashed = make_book(tenant_a, owner="member", profile=Profile.CLASSIC, title="In the trash")
+    assert member.delete(f"/api/v1/books/{trashed.pk}").status_code == 204
     job = member.post("/api/v1/jobs/split", {"text": "# Varn\nVarn is a river city with a long history."},
                       format="json")
     assert job.status_code in (200, 201, 202), job.content
@@ -177,7 +181,7 @@ def world(tenant_a):
         "member": membership, "job": job.json()["id"], "invitation": invitation.json()["id"],
         "book": book.pk, "entry": entry.pk, "spare": spare.pk, "public": public.pk, "link": link,
         "character": character["id"], "story": story["id"], "novel": novel["id"], "attachment": attachment["id"],
-        "chat": chat["id"], "key": key["id"],
+        "chat": chat["id"], "key": key["id"], "trashed": trashed.pk,
     }
 
 
@@ -196,6 +200,8 @@ def _request(op: Op, w: dict[str, Any]) -> tuple[str, Any]:
     }
     if book_ops and "/entries/{id}" in path:
         subs["{id}"] = w["entry"]
+    elif path == "/api/v1/books/{id}/restore":
+        subs["{id}"] = w["trashed"]
     elif path.startswith("/api/v1/books/{id}"):
         subs["{id}"] = w["book"]
     else:

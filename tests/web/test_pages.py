@@ -184,9 +184,10 @@ def test_book_page_readable_without_sign_in_and_private_is_404(tenant_a, tenant_
     assert signed_in(tenant_b.admin).get(f"/library/{private.pk}").status_code == 404
     # P-3 on every page of a book: another tenant's private book is 404, never 403.
     other = signed_in(tenant_b.admin)
-    for path in ("", "/preview", "/export?format=sillytavern"):
+    for path in ("", "/preview", "/export?format=sillytavern", "/settings", "/delete"):
         assert other.get(f"/books/{private.pk}{path}").status_code == 404, path
-    for path in ("/visibility", "/link/rotate", "/import", "/entries", "/entries/bulk", "/living-world"):
+    for path in ("/visibility", "/link/rotate", "/import", "/entries", "/entries/bulk", "/living-world",
+                 "/settings", "/delete", "/restore"):
         assert other.post(f"/books/{private.pk}{path}", {"visibility": "public"}).status_code == 404, path
     assert Book.objects.for_tenant(tenant_a.tenant).get(pk=private.pk).visibility == Visibility.PRIVATE
     assert other.post(f"/library/{private.pk}/copy").status_code == 404
@@ -362,7 +363,7 @@ POSTS = [
     "/books/{book}/visibility", "/books/{book}/link/rotate", "/books/{book}/living-world", "/books/{book}/entries",
     "/books/{book}/entries/bulk", "/books/{book}/entries/{entry}/move", "/books/{book}/preview",
     "/library/{book}/copy", "/library/{book}/attach", "/characters", "/characters/{character}/preview",
-    "/i18n/setlang/",
+    "/i18n/setlang/", "/books/{book}/settings", "/books/{book}/delete", "/books/{book}/restore",
 ]
 
 
@@ -381,6 +382,7 @@ def test_every_form_needs_its_csrf_token(tenant_a):
     assert Book.objects.for_tenant(tenant_a.tenant).get(pk=book.pk).visibility == Visibility.PUBLIC
     # Every page's forms carry the token.
     for page in ("/books", f"/books/{book.pk}", f"/library/{book.pk}", "/keys", "/characters",
-                 f"/books/{book.pk}/preview"):
+                 f"/books/{book.pk}/preview", f"/books/{book.pk}/settings", f"/books/{book.pk}/delete",
+                 "/books/trash"):
         body = html(client.get(page))
         assert body.count("<form method=\"post\"") <= body.count("csrfmiddlewaretoken"), page

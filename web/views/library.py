@@ -57,6 +57,9 @@ def library(request: HttpRequest) -> HttpResponse:
         error = exc
     page = page_of(books, request, BOOKS_PER_PAGE)
     displays = sharing.books_display(list(page.object_list), _reader_language(request))
+    # Books still being embedded cannot be found by meaning yet: the page says so, with the counts.
+    indexing = (sharing.library_meaning_index_state(tag=tag, language=language)
+                if q and mode == "meaning" and error is None else None)
     context = {
         "cards": [_card(b, displays[b.pk]) for b in page.object_list],
         "page": page,
@@ -64,6 +67,7 @@ def library(request: HttpRequest) -> HttpResponse:
         "q": q, "mode": mode, "tag": tag or "", "language": language or "", "sort": sort or "",
         "sorts": SORTS,
         "error": error,
+        "indexing": indexing if indexing is not None and indexing.incomplete else None,
     }
     return render(request, "web/library.html", context)
 
