@@ -78,6 +78,8 @@ CLASSIC_DECORATORS = frozenset(
     }
 )
 SILLYTAVERN_DECORATORS = frozenset({"activate", "dont_activate"})
+# K-1: the profiles whose turns evaluate an entry's key expression.
+KEY_EXPRESSION_PROFILES = frozenset({"classic", "server"})
 _DECORATOR = re.compile(r"@@@?([A-Za-z_][\w-]*)")
 # SillyTavern's regex-key shape: /body/flags with no unescaped slash in the body.
 _REGEX_KEY = re.compile(r"^/((?:\\.|[^/\\])+)/([gimsuy]*)$", re.S)
@@ -210,6 +212,8 @@ def unsupported_settings(entry: ImportedEntry, profile: str) -> list[str]:
             "case_sensitive": bool(entry.case_sensitive),
         }
         out.extend(name for name, used in checks.items() if used)
+    if entry.key_expression.strip() and profile not in KEY_EXPRESSION_PROFILES:
+        out.append("key_expression")  # K-1: kept (and exported), but this profile reads the keys
     all_keys = entry.keys + entry.secondary_keys
     if profile != "sillytavern" and regex_keys(all_keys):
         out.append("regex_keys")
@@ -331,6 +335,7 @@ def map_for_profile(
     counts: Counter[str] = Counter()
     by_setting: dict[str, list[dict[str, Any]]] = {}
     regex_named: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
 
@@ -379,6 +384,9 @@ def map_for_profile(
                 regex_named.append({"index": index, "entry": label, "keys": inert})
         if notes:
             changes.append({"index": index, "entry": label, "changes": notes})
+        if entry.key_expression.strip():
+            expressions.append({"index": index, "entry": label, "key_expression": entry.key_expression,
+                                "used": profile in KEY_EXPRESSION_PROFILES})
         result = replace(entry, title=title, position=len(mapped))
         for error in _entry_violations(result, profile):
             violations.append({"index": index, "entry": label, "error": error})
@@ -417,6 +425,8 @@ def map_for_profile(
             {"setting": name, "count": len(items), "entries": items} for name, items in sorted(by_setting.items())
         ],
         "regex_keys": regex_named,
+        # K-1: entries that carry a key expression; ``used`` false where the profile reads keys instead.
+        "key_expressions": expressions,
         "book_unsupported": book_unsupported,
         "changes": changes,
         "keys_as": "aliases" if profile == "smart" else "triggers",

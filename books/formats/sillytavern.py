@@ -57,6 +57,11 @@ from books.formats.model import (
     ImportedEntry,
     plain_json,
 )
+from retrieval.engine.key_expressions import KeyExpressionError, key_expression_parse
+
+# K-1: an entry's key expression rides in its ``loreweave`` carrier under this name, with the
+# entry's own keys (SillyTavern's fields hold the nearest equivalent), so a round trip is exact.
+KEY_EXPRESSION_CARRIER = "key_expression"
 
 FORMAT = "sillytavern-world-info"
 FORMAT_KOBOLD_WORLD = "koboldai-world-info"
@@ -409,14 +414,31 @@ def entry_from_st(
     if st:
         extra[EXTRA_ST] = st
     extra.update(_carried(raw.get(CARRIER_KEY), exclude=(EXTRA_ST, unknown_namespace or "")))
+    key_expression = ""
+    carried = raw.get(CARRIER_KEY)
+    kept = carried.get(KEY_EXPRESSION_CARRIER) if isinstance(carried, dict) else None
+    if isinstance(kept, dict) and isinstance(kept.get("expression"), str):
+        # Our own export (K-1): the expression and the entry's own keys, not SillyTavern's approximation.
+        where = f"{path}.{CARRIER_KEY}.{KEY_EXPRESSION_CARRIER}"
+        key_expression = kept["expression"]
+        keys = as_keys(kept.get("keys"), f"{where}.keys")
+        secondary = as_keys(kept.get("secondary_keys"), f"{where}.secondary_keys")
+        logic = kept.get("secondary_logic")
+        if logic not in LOGIC_ST:
+            logic = parse_logic(get("selectiveLogic"), f"{path}.selectiveLogic")
+        selective = as_bool(kept.get("selective"), f"{where}.selective", default_selective)
+    else:
+        logic = parse_logic(get("selectiveLogic"), f"{path}.selectiveLogic")
+        selective = as_bool(get("selective"), f"{path}.selective", default_selective)
 
     return ImportedEntry(
         title=title,
         content=content,
         keys=keys,
         secondary_keys=secondary,
-        secondary_logic=parse_logic(get("selectiveLogic"), f"{path}.selectiveLogic"),
-        selective=as_bool(get("selective"), f"{path}.selective", default_selective),
+        secondary_logic=logic,
+        selective=selective,
+        key_expression=key_expression,
         constant=as_bool(get("constant"), f"{path}.constant", False),
         enabled=enabled,
         order=as_int(pick("order"), f"{path}.order", 100),
@@ -610,16 +632,21 @@ def st_fields(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
     def setting(name: str) -> Any:
         return plain_json(st.get(name, ST_EXTRA_DEFAULTS[name]))
 
+    keys, secondary, logic, selective = entry.keys, entry.secondary_keys, entry.secondary_logic, entry.selective
+    nearest = nearest_st_keys(entry)
+    if nearest is not None:
+        keys, secondary, logic = nearest
+        selective = bool(secondary)
     out: dict[str, Any] = {
         "uid": uid,
-        "key": list(entry.keys),
-        "keysecondary": list(entry.secondary_keys),
+        "key": list(keys),
+        "keysecondary": list(secondary),
         "comment": entry.title,
         "content": entry.content,
         "constant": entry.constant,
         "vectorized": setting("vectorized"),
-        "selective": entry.selective,
-        "selectiveLogic": LOGIC_ST[entry.secondary_logic],
+        "selective": selective,
+        "selectiveLogic": LOGIC_ST[logic],
         "addMemo": setting("addMemo"),
         "order": entry.order,
         "position": position,
@@ -661,6 +688,33 @@ def st_fields(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
     return out
 
 
+def nearest_st_keys(entry: ImportedEntry) -> tuple[tuple[str, ...], tuple[str, ...], str] | None:
+    """SillyTavern's nearest equivalent of the entry's key expression (K-1): (keys, secondary, logic).
+
+    ``None`` without an expression, or for one that does not parse (its keys are then what
+    every profile uses, so they are written as they are).
+    """
+    if not entry.key_expression.strip():
+        return None
+    try:
+        return key_expression_parse(entry.key_expression).nearest_keys()
+    except KeyExpressionError:
+        return None
+
+
+def key_expression_carried(entry: ImportedEntry) -> dict[str, Any] | None:
+    """What the ``loreweave`` carrier keeps of a key expression: it and the keys SillyTavern's fields replaced."""
+    if not entry.key_expression.strip():
+        return None
+    return {
+        "expression": entry.key_expression,
+        "keys": list(entry.keys),
+        "secondary_keys": list(entry.secondary_keys),
+        "secondary_logic": entry.secondary_logic,
+        "selective": entry.selective,
+    }
+
+
 def carrier_for(extra: Mapping[str, Any], *, own: tuple[str, ...]) -> dict[str, Any] | None:
     carried = {ns: plain_json(value) for ns, value in extra.items() if ns not in own}
     return {"extra": carried} if carried else None
@@ -671,8 +725,27 @@ def world_entry(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]
     for name, value in entry.extra_ns(EXTRA_WI).items():
         out.setdefault(name, plain_json(value))
     carrier = carrier_for(entry.extra, own=(EXTRA_ST, EXTRA_WI))
+    expression = key_expression_carried(entry)
+    if expression:
+        carrier = {**(carrier or {}), KEY_EXPRESSION_CARRIER: expression}
     if carrier:
         out[CARRIER_KEY] = carrier
+    return out
+
+
+def key_expressions_exported(entries: tuple[ImportedEntry, ...], uids: list[int]) -> list[dict[str, Any]]:
+    """The export receipt's K-1 part: each entry whose key expression became SillyTavern keys, and as what."""
+    out: list[dict[str, Any]] = []
+    for entry, uid in zip(entries, uids):
+        nearest = nearest_st_keys(entry)
+        if nearest is None:
+            continue
+        keys, secondary, logic = nearest
+        out.append({
+            "uid": uid, "title": entry.title, "key_expression": entry.key_expression,
+            "exported_as": {"key": list(keys), "keysecondary": list(secondary), "selectiveLogic": logic},
+            "note": "nearest SillyTavern equivalent; Loreweave restores the expression on import",
+        })
     return out
 
 
@@ -701,6 +774,10 @@ def write_world_info(book: ImportedBook) -> bytes:
         str(uid): world_entry(entry, index=index, uid=uid) for index, (entry, uid) in enumerate(zip(book.entries, uids))
     }
     carrier = carrier_for(book.extra, own=(EXTRA_WI,)) or {}
+    approximated = key_expressions_exported(book.entries, uids)
+    if approximated:
+        # The export's receipt travels in the file: which entries SillyTavern reads approximately.
+        carrier["key_expressions"] = approximated
     loose = {"case_sensitive": settings.case_sensitive, "whole_words": settings.whole_words}
     loose = {k: v for k, v in loose.items() if v is not None}
     if loose:
