@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from books.fields import DEFAULT_PRIORITY
@@ -414,31 +415,14 @@ def entry_from_st(
     if st:
         extra[EXTRA_ST] = st
     extra.update(_carried(raw.get(CARRIER_KEY), exclude=(EXTRA_ST, unknown_namespace or "")))
-    key_expression = ""
-    carried = raw.get(CARRIER_KEY)
-    kept = carried.get(KEY_EXPRESSION_CARRIER) if isinstance(carried, dict) else None
-    if isinstance(kept, dict) and isinstance(kept.get("expression"), str):
-        # Our own export (K-1): the expression and the entry's own keys, not SillyTavern's approximation.
-        where = f"{path}.{CARRIER_KEY}.{KEY_EXPRESSION_CARRIER}"
-        key_expression = kept["expression"]
-        keys = as_keys(kept.get("keys"), f"{where}.keys")
-        secondary = as_keys(kept.get("secondary_keys"), f"{where}.secondary_keys")
-        logic = kept.get("secondary_logic")
-        if logic not in LOGIC_ST:
-            logic = parse_logic(get("selectiveLogic"), f"{path}.selectiveLogic")
-        selective = as_bool(kept.get("selective"), f"{where}.selective", default_selective)
-    else:
-        logic = parse_logic(get("selectiveLogic"), f"{path}.selectiveLogic")
-        selective = as_bool(get("selective"), f"{path}.selective", default_selective)
 
-    return ImportedEntry(
+    entry = ImportedEntry(
         title=title,
         content=content,
         keys=keys,
         secondary_keys=secondary,
-        secondary_logic=logic,
-        selective=selective,
-        key_expression=key_expression,
+        secondary_logic=parse_logic(get("selectiveLogic"), f"{path}.selectiveLogic"),
+        selective=as_bool(get("selective"), f"{path}.selective", default_selective),
         constant=as_bool(get("constant"), f"{path}.constant", False),
         enabled=enabled,
         order=as_int(pick("order"), f"{path}.order", 100),
@@ -451,6 +435,27 @@ def entry_from_st(
         placement=placement,
         position=index,
         extra=extra,
+    )
+    return key_expression_restored(entry, raw.get(CARRIER_KEY), path=f"{path}.{CARRIER_KEY}")
+
+
+def key_expression_restored(entry: ImportedEntry, carrier: Any, *, path: str) -> ImportedEntry:
+    """The entry with the key expression our own export carried (K-1), and its own keys back.
+
+    SillyTavern's fields held the nearest equivalent; the carrier holds what the entry really had.
+    """
+    kept = carrier.get(KEY_EXPRESSION_CARRIER) if isinstance(carrier, dict) else None
+    if not isinstance(kept, dict) or not isinstance(kept.get("expression"), str):
+        return entry
+    where = f"{path}.{KEY_EXPRESSION_CARRIER}"
+    logic = kept.get("secondary_logic")
+    return replace(
+        entry,
+        key_expression=kept["expression"],
+        keys=as_keys(kept.get("keys"), f"{where}.keys"),
+        secondary_keys=as_keys(kept.get("secondary_keys"), f"{where}.secondary_keys"),
+        secondary_logic=logic if logic in LOGIC_ST else entry.secondary_logic,
+        selective=as_bool(kept.get("selective"), f"{where}.selective", entry.selective),
     )
 
 
