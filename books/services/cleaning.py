@@ -223,9 +223,11 @@ def key_expression_check(profile: str, text: str, *, field: str = "key_expressio
     try:
         key_expression_parse(text)
     except KeyExpressionError as error:
+        near = text[error.position:error.position + 20].strip() or "the end"
         raise KeyExpressionRefused(
-            "Key expression, position {position}: {problem} (K-1).",
-            values={"position": error.position, "problem": error.message},
+            "Key expression, position {position} (at {near}): {problem} (K-1).",
+            values={"position": error.position, "near": repr(near) if near != "the end" else near,
+                    "problem": error.message},
             field=field,
             rule=KEY_EXPRESSION_RULE,
             details={"position": error.position, "problem": error.message},
