@@ -139,13 +139,15 @@ class KeyExpression:
     tree: Node
     # Atoms under an even number of NOTs: a key whose presence can make the expression true.
     positive: tuple[int, ...]
+    # The canonical text (for request logs), rendered once at parse: turns only read it.
+    text: str
 
     def evaluate(self, present: Callable[[int], bool]) -> bool:
         """True when the expression holds; ``present(i)`` says whether atom ``i`` was found."""
         return _evaluate(self.tree, present)
 
     def canonical(self) -> str:
-        return _render(self.tree, self.atoms)
+        return self.text
 
     def nearest_keys(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
         """The nearest keys / secondary keys / secondary logic for formats without expressions.
@@ -384,4 +386,6 @@ def key_expression_parse(source: str) -> KeyExpression:
         )
     positive: list[int] = []
     _positive(tree, False, positive)
-    return KeyExpression(source=source, atoms=atoms, tree=tree, positive=tuple(positive))
+    return KeyExpression(
+        source=source, atoms=atoms, tree=tree, positive=tuple(positive), text=_render(tree, atoms)
+    )

@@ -501,7 +501,7 @@ def _expression_evidence(
     ok = expression.evaluate(present.__getitem__)
     found = ", ".join(repr(compiled.key_text(atoms[i])) for i, here in enumerate(present) if here)
     verdict = "holds" if ok else "does not hold"
-    detail = f"key expression {expression.canonical()} {verdict} (keys present: {found})"
+    detail = f"key expression {expression.text} {verdict} (keys present: {found})"
     return Evidence(True, ok, key, back, via, detail, expression=True)
 
 
