@@ -139,3 +139,10 @@ def test_an_expression_that_does_not_parse_warns_and_the_keys_apply() -> None:
     selection = run(lore, chat("a dragon"))
     assert [i.entry for i in selection.injections] == ["e1"]
     assert any("e1: key expression does not parse" in w and "position 11" in w for w in selection.warnings)
+
+
+def test_an_overrun_regex_atom_is_flagged_on_its_entry() -> None:
+    from retrieval.engine.regex_budget import overrun_entries
+
+    lore = _book(Entry(id="e1", key_expression="/(a+)+$/ AND gate", content="x"), Entry(id="e2", keys=("gate",)))
+    assert overrun_entries([lore], {"/(a+)+$/": "took too long"}) == {("b", "e1"): {"/(a+)+$/": "took too long"}}
