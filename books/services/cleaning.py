@@ -18,7 +18,11 @@ from books.models import (
 )
 from lore_platform.errors import DomainError, ValidationFailed
 from lore_platform.text import text_check
-from retrieval.engine.key_expressions import KEY_EXPRESSION_RULE, KeyExpressionError, key_expression_parse
+from retrieval.engine.key_expressions import (
+    KEY_EXPRESSION_RULE,
+    KeyExpressionError,
+    key_expression_parse,
+)
 
 INT32 = (-(2**31), 2**31 - 1)
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 __all__ = [
     "KEY_EXPRESSION_RULE",
@@ -100,7 +100,7 @@ class _Or:
     operands: tuple[Node, ...]
 
 
-Node = Union[_Var, _Not, _And, _Or]
+Node = _Var | _Not | _And | _Or
 
 
 def _evaluate(node: Node, present: Callable[[int], bool]) -> bool:

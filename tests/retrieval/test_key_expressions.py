@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 from retrieval.engine.key_expressions import KeyExpressionError, key_expression_parse
+from retrieval.engine.values import Book, BookSettings, Entry
+from tests.retrieval.test_classic import chat, run
 
 
 def holds(source: str, *said: str) -> bool:
@@ -89,8 +91,6 @@ def test_nearest_keys_for_formats_without_expressions() -> None:
 
 # --- in the classic turn -------------------------------------------------------
 
-from retrieval.engine.values import Book, BookSettings, Entry  # noqa: E402
-from tests.retrieval.test_classic import chat, run  # noqa: E402
 
 
 def _book(*entries: Entry, recursive: bool = False) -> Book:
