@@ -15,6 +15,10 @@ two-word phrases, CJK names and a few regex keys), a 100-message chat of about
 * the naive baseline (a per-entry, per-key scan instead of the automaton) runs
   on every timed turn, and its log and injections must equal the engine's
   (a ``naive_mismatch`` line and exit status 1 otherwise);
+* ``--expressions F``: that fraction of entries carries a key expression (K-1) over its own
+  keys instead of keys + secondary logic (``(k1 AND k2) OR k0 OR ... OR k7, NOT k9``), drawn
+  from a separate random stream so the book is otherwise the same; 0 (the default) is the
+  book the bench always ran, for before/after comparisons;
 * ``targets``: p50 <= 5 ms and ratio >= 30 per kind, compile p50 <= 150 ms,
   all on medians.
 
@@ -73,8 +77,15 @@ def _cjk(rng: random.Random) -> str:
     return "".join(rng.choice(_HAN) for _ in range(rng.randint(2, 4)))
 
 
-def generate_book(rng: random.Random) -> tuple[Book, list[str]]:
+def _expression(keys: Sequence[str]) -> str:
+    """A K-1 expression over an entry's keys: literal keys quoted, regex keys as regex atoms."""
+    atom = [key if key.startswith("/") else '"' + key + '"' for key in keys]
+    return f"({atom[1]} AND {atom[2]}) OR " + " OR ".join(atom[i] for i in (0, 3, 4, 5, 6, 7)) + f", NOT {atom[9]}"
+
+
+def generate_book(rng: random.Random, *, expressions: float = 0.0) -> tuple[Book, list[str]]:
     """A 2,000-entry book; returns it with the literal keys (for writing the chat)."""
+    chooser = random.Random(f"expressions:{expressions}")
     literal: list[str] = []
     keys_by_entry: list[list[str]] = []
     regex_budget = REGEX_KEYS
@@ -102,8 +113,10 @@ def generate_book(rng: random.Random) -> tuple[Book, list[str]]:
         words = [rng.choice(_FILLER) for _ in range(30)] + mentions
         rng.shuffle(words)
         selective = rng.random() < 0.1
+        expression = _expression(keys) if expressions and chooser.random() < expressions else ""
         entries.append(
             Entry(
+                key_expression=expression,
                 id=f"e{number}",
                 title=f"Entry {number}",
                 content=("@@priority 20\n" if number % 50 == 0 else "") + " ".join(words).capitalize() + ".",
@@ -197,11 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=20, help="timed turns per kind (each also runs the naive scan, ~2 s)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tokenizer", default="cl100k_base")
+    parser.add_argument("--expressions", type=float, default=0.0,
+                        help="fraction of entries with a key expression (K-1); 0 = the classic bench book")
     args = parser.parse_args(argv)
     turns = max(1, args.turns)
 
     rng = random.Random(args.seed)
-    book, literal = generate_book(rng)
+    book, literal = generate_book(rng, expressions=args.expressions)
     # One long conversation for the rolling and cold windows (disjoint stretches), and a
     # wholly new 100-message chat for each all-new turn.
     conversation = generate_chat(rng, literal, CHAT_MESSAGES + 2 * turns + 1)
@@ -210,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     key_count = sum(len(e.keys) + len(e.secondary_keys) for e in book.entries)
     _emit(
         bench="setup", entries=len(book.entries), keys=key_count, regex_keys=REGEX_KEYS,
+        key_expressions=sum(1 for e in book.entries if e.key_expression),
         chat_messages=CHAT_MESSAGES, chat_kb=round(chat_bytes / 1024, 1), recursion=True, tokenizer=args.tokenizer,
         turns_per_kind=turns, load_average=load_average(),
     )

@@ -79,6 +79,10 @@ ENTRY_FIELDS: tuple[EntryField, ...] = (
                doc="How secondary keys combine: and_any (OR), and_all (AND), not_any (NOR), not_all (NAND)."),
     EntryField(name="selective", type=bool, default=True, kind="lore", rule="C-6",
                doc="Secondary keys apply only when true (SillyTavern's default)."),
+    EntryField(name="key_expression", type=str, default="", kind="lore", rule="K-1",
+               doc="Boolean key logic (classic, server): `(dragon AND egg) OR hatchling, NOT statue`. NOT > AND > "
+                   "OR > comma; quoted phrases; `/regex/flags` atoms. When set it decides activation instead of "
+                   "`keys` + secondary logic; empty = not used."),
     EntryField(name="constant", type=bool, default=False, kind="lore", rule="C-7, W-1",
                doc="Constant (classic/server): skips key matching; canon in world books."),
     EntryField(name="enabled", type=bool, default=True, kind="lore", rule="C-7, W-6",

@@ -204,6 +204,8 @@ class Entry(models.Model):
         max_length=8, choices=SecondaryLogic.choices, default=entry_model_default("secondary_logic")
     )
     selective = models.BooleanField(default=entry_model_default("selective"))
+    # K-1: boolean key logic; when set it decides activation instead of keys + secondary logic.
+    key_expression = models.TextField(blank=True, default=entry_model_default("key_expression"))
 
     # Constant in classic/server; canon in smart.
     constant = models.BooleanField(default=entry_model_default("constant"))

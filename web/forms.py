@@ -120,13 +120,14 @@ _PLACEMENT_CHOICES = [(Placement.BEFORE_PERSONA, _("Before persona")), (Placemen
 # Which entry fields each profile's form shows (names from books.fields), in form order.
 _PROFILE_FIELDS: dict[str, tuple[str, ...]] = {
     Profile.SMART: ("title", "content", "keys", "canon", "enabled"),
-    Profile.CLASSIC: ("title", "content", "keys", "secondary_keys", "secondary_logic", "selective", "constant",
-                      "enabled", "order", "priority", "probability", "scan_depth", "case_sensitive",
-                      "whole_words", "role"),
-    Profile.SERVER: ("title", "content", "keys", "secondary_keys", "secondary_logic", "selective", "constant",
-                     "enabled", "order", "probability", "scan_depth", "placement"),
+    Profile.CLASSIC: ("title", "content", "keys", "secondary_keys", "secondary_logic", "selective",
+                      "key_expression", "constant", "enabled", "order", "priority", "probability", "scan_depth",
+                      "case_sensitive", "whole_words", "role"),
+    Profile.SERVER: ("title", "content", "keys", "secondary_keys", "secondary_logic", "selective",
+                     "key_expression", "constant", "enabled", "order", "probability", "scan_depth", "placement"),
 }
-_PROFILE_FIELDS[Profile.SILLYTAVERN] = _PROFILE_FIELDS[Profile.CLASSIC]
+# SillyTavern books keep SillyTavern's own key logic (K-1 is for classic and server books).
+_PROFILE_FIELDS[Profile.SILLYTAVERN] = tuple(n for n in _PROFILE_FIELDS[Profile.CLASSIC] if n != "key_expression")
 _REGEX_KEY = re.compile(r"^/.*/[a-z]*$")
 
 
@@ -178,6 +179,7 @@ class EntryForm(forms.Form):
             "secondary_keys": _("Secondary keys"),
             "secondary_logic": _("Secondary keys logic"),
             "selective": _("Use secondary keys"),
+            "key_expression": _("Key expression (optional; replaces keys and secondary logic)"),
             "canon": _("Canon (always sent as established truth)"),
             "constant": _("Constant (always on, no key needed)"),
             "enabled": _("Enabled"),
@@ -200,6 +202,12 @@ class EntryForm(forms.Form):
                 field = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, strip=False)
             elif name in ("keys", "secondary_keys", "channels"):
                 field = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+            elif name == "key_expression":
+                # Kept as typed: a refusal's position counts in this very text (K-1).
+                field = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, strip=False,
+                                        help_text=_('For example (dragon AND egg) OR hatchling, NOT statue. NOT binds '
+                                                    'tightest, then AND, then OR, then the comma; operators in capitals; '
+                                                    '"quoted phrases"; /regex/i keys.'))
             elif spec.type is bool and spec.nullable:
                 field = forms.ChoiceField(choices=_TRI_STATE, required=False)
             elif spec.type is bool:
@@ -263,6 +271,7 @@ def _entry_initial(entry: Entry) -> dict[str, Any]:
         "scan_depth": "" if entry.scan_depth is None else entry.scan_depth,
         "case_sensitive": tri(entry.case_sensitive), "whole_words": tri(entry.whole_words), "role": entry.role,
         "placement": entry.placement, "channels": "\n".join(entry.channels),
+        "key_expression": entry.key_expression,
     }
 
 

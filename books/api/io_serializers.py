@@ -110,6 +110,13 @@ class ReceiptBookOut(serializers.Serializer):
     version = serializers.IntegerField(required=False)
 
 
+class KeyExpressionReceiptOut(serializers.Serializer):
+    index = serializers.IntegerField()
+    entry = serializers.CharField()
+    key_expression = serializers.CharField()
+    used = serializers.BooleanField(help_text="False where the profile reads the keys instead (smart, sillytavern; K-1).")
+
+
 class ReceiptOut(serializers.Serializer):
     """The import receipt (I-4)."""
 
@@ -130,6 +137,9 @@ class ReceiptOut(serializers.Serializer):
         many=True, help_text="Each unsupported setting with the entries that had it (I-4)."
     )
     regex_keys = RegexKeysOut(many=True, help_text="Regex keys the profile keeps as inert text, by entry (I-4, I-5).")
+    key_expressions = KeyExpressionReceiptOut(
+        many=True, required=False, help_text="Entries that carry a key expression (K-1), by entry."
+    )
     book_unsupported = serializers.ListField(child=serializers.CharField())
     changes = ChangeOut(many=True)
     keys_as = serializers.CharField(help_text="triggers, or aliases in world books (I-5).")

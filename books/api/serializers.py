@@ -226,6 +226,10 @@ class EntryIn(serializers.Serializer):
         choices=SecondaryLogic.choices, required=False, help_text=entry_field_help("secondary_logic")
     )
     selective = serializers.BooleanField(required=False, help_text=entry_field_help("selective"))
+    # Checked by the service (422 with the error's position, K-1), not here.
+    key_expression = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text=entry_field_help("key_expression")
+    )
     constant = serializers.BooleanField(required=False, help_text=entry_field_help("constant"))
     canon = serializers.BooleanField(required=False, help_text="Alias of `constant`.")
     enabled = serializers.BooleanField(required=False, help_text=entry_field_help("enabled"))
@@ -369,6 +373,7 @@ class EntryOut(serializers.ModelSerializer):
             "secondary_keys",
             "secondary_logic",
             "selective",
+            "key_expression",
             "constant",
             "canon",
             "enabled",

@@ -59,7 +59,10 @@ from books.formats.sillytavern import (
     assign_uids,
     carried_book,
     carrier_for,
+    KEY_EXPRESSION_CARRIER,
     entry_from_st,
+    key_expression_carried,
+    key_expression_restored,
     resolve_uids,
     st_fields,
 )
@@ -226,7 +229,8 @@ def entry_from_card(
         for ns, value in carrier["extra"].items():
             if ns not in (EXTRA_ST, namespace, EXTRA_CARD_EXT) and isinstance(value, dict):
                 extra.setdefault(ns, value)
-    return ImportedEntry(**{**_entry_kwargs(entry), "extra": extra})
+    restored = key_expression_restored(entry, ext.get(CARRIER_KEY), path=f"{path}.extensions.{CARRIER_KEY}")
+    return ImportedEntry(**{**_entry_kwargs(restored), "extra": extra})
 
 
 def card_position(ext_position: Any, top_position: Any) -> tuple[Any, Any]:
@@ -467,18 +471,22 @@ def card_entry(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
     for name, value in entry.extra_ns(EXTRA_CARD_EXT).items():
         extensions.setdefault(name, plain_json(value))
     carrier = carrier_for(entry.extra, own=(EXTRA_ST, EXTRA_CARD, EXTRA_CARD_EXT))
+    expression = key_expression_carried(entry)
+    if expression:
+        # K-1: the card's keys are SillyTavern's nearest equivalent (st_fields); the expression rides along.
+        carrier = {**(carrier or {}), KEY_EXPRESSION_CARRIER: expression}
     if carrier:
         extensions[CARRIER_KEY] = carrier
     own = entry.extra_ns(EXTRA_CARD)
     out: dict[str, Any] = {
         # A non-numeric id the source had stays (the uid then is the list's own).
         "id": plain_json(own["id"]) if "id" in own else uid,
-        "keys": list(entry.keys),
-        "secondary_keys": list(entry.secondary_keys),
+        "keys": st_view["key"],
+        "secondary_keys": st_view["keysecondary"],
         "comment": entry.title,
         "content": entry.content,
         "constant": entry.constant,
-        "selective": entry.selective,
+        "selective": st_view["selective"],
         "insertion_order": entry.order,
         "enabled": entry.enabled,
         "position": "after_char" if entry.placement == "after_persona" else "before_char",

@@ -78,6 +78,10 @@ CLASSIC_DECORATORS = frozenset(
     }
 )
 SILLYTAVERN_DECORATORS = frozenset({"activate", "dont_activate"})
+# K-1: the profiles whose turns evaluate an entry's key expression; elsewhere it waits in this
+# ``extra`` namespace.
+KEY_EXPRESSION_PROFILES = frozenset({"classic", "server"})
+EXTRA_KEY_EXPRESSION = "key_expression"
 _DECORATOR = re.compile(r"@@@?([A-Za-z_][\w-]*)")
 # SillyTavern's regex-key shape: /body/flags with no unescaped slash in the body.
 _REGEX_KEY = re.compile(r"^/((?:\\.|[^/\\])+)/([gimsuy]*)$", re.S)
@@ -173,6 +177,25 @@ def entry_label(entry: ImportedEntry, index: int) -> str:
 # --- unsupported settings ------------------------------------------------------------
 
 
+def _key_expression_placed(entry: ImportedEntry, profile: str) -> ImportedEntry:
+    """K-1 across profiles: only classic and server books hold a key expression in the field.
+
+    Elsewhere it is parked in ``extra`` (nothing is deleted; exports carry it) and the entry's keys
+    apply; a keyword book importing such a file takes it back into the field.
+    """
+    if profile in KEY_EXPRESSION_PROFILES:
+        parked = entry.extra_ns(EXTRA_KEY_EXPRESSION).get("expression")
+        if entry.key_expression.strip() or not isinstance(parked, str):
+            return entry
+        extra = {ns: value for ns, value in entry.extra.items() if ns != EXTRA_KEY_EXPRESSION}
+        return replace(entry, key_expression=parked, extra=extra)
+    if not entry.key_expression.strip():
+        return entry
+    return replace(
+        entry, key_expression="", extra={**entry.extra, EXTRA_KEY_EXPRESSION: {"expression": entry.key_expression}}
+    )
+
+
 def unsupported_settings(entry: ImportedEntry, profile: str) -> list[str]:
     """Settings in use on ``entry`` that ``profile`` has no equivalent for."""
     out: list[str] = []
@@ -210,6 +233,9 @@ def unsupported_settings(entry: ImportedEntry, profile: str) -> list[str]:
             "case_sensitive": bool(entry.case_sensitive),
         }
         out.extend(name for name, used in checks.items() if used)
+    parked = isinstance(entry.extra_ns(EXTRA_KEY_EXPRESSION).get("expression"), str)
+    if (entry.key_expression.strip() or parked) and profile not in KEY_EXPRESSION_PROFILES:
+        out.append("key_expression")  # K-1: kept (and exported), but this profile reads the keys
     all_keys = entry.keys + entry.secondary_keys
     if profile != "sillytavern" and regex_keys(all_keys):
         out.append("regex_keys")
@@ -331,6 +357,7 @@ def map_for_profile(
     counts: Counter[str] = Counter()
     by_setting: dict[str, list[dict[str, Any]]] = {}
     regex_named: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
 
@@ -379,6 +406,11 @@ def map_for_profile(
                 regex_named.append({"index": index, "entry": label, "keys": inert})
         if notes:
             changes.append({"index": index, "entry": label, "changes": notes})
+        entry = _key_expression_placed(entry, profile)
+        parked = entry.extra_ns(EXTRA_KEY_EXPRESSION).get("expression")
+        if entry.key_expression.strip() or isinstance(parked, str):
+            expressions.append({"index": index, "entry": label, "key_expression": entry.key_expression or parked,
+                                "used": profile in KEY_EXPRESSION_PROFILES})
         result = replace(entry, title=title, position=len(mapped))
         for error in _entry_violations(result, profile):
             violations.append({"index": index, "entry": label, "error": error})
@@ -417,6 +449,8 @@ def map_for_profile(
             {"setting": name, "count": len(items), "entries": items} for name, items in sorted(by_setting.items())
         ],
         "regex_keys": regex_named,
+        # K-1: entries that carry a key expression; ``used`` false where the profile reads keys instead.
+        "key_expressions": expressions,
         "book_unsupported": book_unsupported,
         "changes": changes,
         "keys_as": "aliases" if profile == "smart" else "triggers",

@@ -69,6 +69,7 @@ class ImportedEntry:
     secondary_keys: tuple[str, ...] = D["secondary_keys"]
     secondary_logic: str = D["secondary_logic"]
     selective: bool = D["selective"]
+    key_expression: str = D["key_expression"]
     constant: bool = D["constant"]
     enabled: bool = D["enabled"]
     order: int = D["order"]

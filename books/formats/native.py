@@ -31,7 +31,8 @@ Schema, version 1 (``NATIVE_SCHEMA`` is the machine-readable JSON Schema)::
           "entries": [
             {"title": str, "content": str, "keys": [str], "secondary_keys": [str],
              "secondary_logic": "and_any"|"and_all"|"not_any"|"not_all",
-             "selective": bool, "constant": bool, "enabled": bool,
+             "selective": bool, "key_expression": str,  # K-1; "" = not used
+             "constant": bool, "enabled": bool,
              "order": int, "priority": int, "probability": 0..100|null,
              "scan_depth": int|null, "case_sensitive": bool|null,
              "whole_words": bool|null, "role": "system"|"user"|"assistant",
@@ -172,6 +173,7 @@ def _entry(raw: Mapping[str, Any], *, index: int, path: str) -> ImportedEntry:
             raw.get("secondary_logic"), f"{path}.secondary_logic", SECONDARY_LOGICS, D["secondary_logic"]
         ),
         selective=as_bool(raw.get("selective"), f"{path}.selective", D["selective"]),
+        key_expression=as_text(raw.get("key_expression"), f"{path}.key_expression", D["key_expression"]),
         constant=as_bool(raw.get("constant"), f"{path}.constant", D["constant"]),
         enabled=as_bool(raw.get("enabled"), f"{path}.enabled", D["enabled"]),
         order=as_int(raw.get("order"), f"{path}.order", D["order"]),
@@ -309,6 +311,7 @@ _ENTRY_SCHEMA: dict[str, Any] = {
         "secondary_keys": _STR_LIST,
         "secondary_logic": {"enum": list(SECONDARY_LOGICS)},
         "selective": {"type": "boolean"},
+        "key_expression": {"type": "string"},
         "constant": {"type": "boolean"},
         "enabled": {"type": "boolean"},
         "order": {"type": "integer"},

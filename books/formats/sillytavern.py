@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from books.fields import DEFAULT_PRIORITY
@@ -57,6 +58,11 @@ from books.formats.model import (
     ImportedEntry,
     plain_json,
 )
+from retrieval.engine.key_expressions import KeyExpressionError, key_expression_parse
+
+# K-1: an entry's key expression rides in its ``loreweave`` carrier under this name, with the
+# entry's own keys (SillyTavern's fields hold the nearest equivalent), so a round trip is exact.
+KEY_EXPRESSION_CARRIER = "key_expression"
 
 FORMAT = "sillytavern-world-info"
 FORMAT_KOBOLD_WORLD = "koboldai-world-info"
@@ -410,7 +416,7 @@ def entry_from_st(
         extra[EXTRA_ST] = st
     extra.update(_carried(raw.get(CARRIER_KEY), exclude=(EXTRA_ST, unknown_namespace or "")))
 
-    return ImportedEntry(
+    entry = ImportedEntry(
         title=title,
         content=content,
         keys=keys,
@@ -429,6 +435,27 @@ def entry_from_st(
         placement=placement,
         position=index,
         extra=extra,
+    )
+    return key_expression_restored(entry, raw.get(CARRIER_KEY), path=f"{path}.{CARRIER_KEY}")
+
+
+def key_expression_restored(entry: ImportedEntry, carrier: Any, *, path: str) -> ImportedEntry:
+    """The entry with the key expression our own export carried (K-1), and its own keys back.
+
+    SillyTavern's fields held the nearest equivalent; the carrier holds what the entry really had.
+    """
+    kept = carrier.get(KEY_EXPRESSION_CARRIER) if isinstance(carrier, dict) else None
+    if not isinstance(kept, dict) or not isinstance(kept.get("expression"), str):
+        return entry
+    where = f"{path}.{KEY_EXPRESSION_CARRIER}"
+    logic = kept.get("secondary_logic")
+    return replace(
+        entry,
+        key_expression=kept["expression"],
+        keys=as_keys(kept.get("keys"), f"{where}.keys"),
+        secondary_keys=as_keys(kept.get("secondary_keys"), f"{where}.secondary_keys"),
+        secondary_logic=logic if logic in LOGIC_ST else entry.secondary_logic,
+        selective=as_bool(kept.get("selective"), f"{where}.selective", entry.selective),
     )
 
 
@@ -610,16 +637,21 @@ def st_fields(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
     def setting(name: str) -> Any:
         return plain_json(st.get(name, ST_EXTRA_DEFAULTS[name]))
 
+    keys, secondary, logic, selective = entry.keys, entry.secondary_keys, entry.secondary_logic, entry.selective
+    nearest = nearest_st_keys(entry)
+    if nearest is not None:
+        keys, secondary, logic = nearest
+        selective = bool(secondary)
     out: dict[str, Any] = {
         "uid": uid,
-        "key": list(entry.keys),
-        "keysecondary": list(entry.secondary_keys),
+        "key": list(keys),
+        "keysecondary": list(secondary),
         "comment": entry.title,
         "content": entry.content,
         "constant": entry.constant,
         "vectorized": setting("vectorized"),
-        "selective": entry.selective,
-        "selectiveLogic": LOGIC_ST[entry.secondary_logic],
+        "selective": selective,
+        "selectiveLogic": LOGIC_ST[logic],
         "addMemo": setting("addMemo"),
         "order": entry.order,
         "position": position,
@@ -661,6 +693,33 @@ def st_fields(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]:
     return out
 
 
+def nearest_st_keys(entry: ImportedEntry) -> tuple[tuple[str, ...], tuple[str, ...], str] | None:
+    """SillyTavern's nearest equivalent of the entry's key expression (K-1): (keys, secondary, logic).
+
+    ``None`` without an expression, or for one that does not parse (its keys are then what
+    every profile uses, so they are written as they are).
+    """
+    if not entry.key_expression.strip():
+        return None
+    try:
+        return key_expression_parse(entry.key_expression).nearest_keys()
+    except KeyExpressionError:
+        return None
+
+
+def key_expression_carried(entry: ImportedEntry) -> dict[str, Any] | None:
+    """What the ``loreweave`` carrier keeps of a key expression: it and the keys SillyTavern's fields replaced."""
+    if not entry.key_expression.strip():
+        return None
+    return {
+        "expression": entry.key_expression,
+        "keys": list(entry.keys),
+        "secondary_keys": list(entry.secondary_keys),
+        "secondary_logic": entry.secondary_logic,
+        "selective": entry.selective,
+    }
+
+
 def carrier_for(extra: Mapping[str, Any], *, own: tuple[str, ...]) -> dict[str, Any] | None:
     carried = {ns: plain_json(value) for ns, value in extra.items() if ns not in own}
     return {"extra": carried} if carried else None
@@ -671,8 +730,27 @@ def world_entry(entry: ImportedEntry, *, index: int, uid: int) -> dict[str, Any]
     for name, value in entry.extra_ns(EXTRA_WI).items():
         out.setdefault(name, plain_json(value))
     carrier = carrier_for(entry.extra, own=(EXTRA_ST, EXTRA_WI))
+    expression = key_expression_carried(entry)
+    if expression:
+        carrier = {**(carrier or {}), KEY_EXPRESSION_CARRIER: expression}
     if carrier:
         out[CARRIER_KEY] = carrier
+    return out
+
+
+def key_expressions_exported(entries: tuple[ImportedEntry, ...], uids: list[int]) -> list[dict[str, Any]]:
+    """The export receipt's K-1 part: each entry whose key expression became SillyTavern keys, and as what."""
+    out: list[dict[str, Any]] = []
+    for entry, uid in zip(entries, uids):
+        nearest = nearest_st_keys(entry)
+        if nearest is None:
+            continue
+        keys, secondary, logic = nearest
+        out.append({
+            "uid": uid, "title": entry.title, "key_expression": entry.key_expression,
+            "exported_as": {"key": list(keys), "keysecondary": list(secondary), "selectiveLogic": logic},
+            "note": "nearest SillyTavern equivalent; Loreweave restores the expression on import",
+        })
     return out
 
 
@@ -701,6 +779,10 @@ def write_world_info(book: ImportedBook) -> bytes:
         str(uid): world_entry(entry, index=index, uid=uid) for index, (entry, uid) in enumerate(zip(book.entries, uids))
     }
     carrier = carrier_for(book.extra, own=(EXTRA_WI,)) or {}
+    approximated = key_expressions_exported(book.entries, uids)
+    if approximated:
+        # The export's receipt travels in the file: which entries SillyTavern reads approximately.
+        carrier["key_expressions"] = approximated
     loose = {"case_sensitive": settings.case_sensitive, "whole_words": settings.whole_words}
     loose = {k: v for k, v in loose.items() if v is not None}
     if loose:

@@ -16,8 +16,13 @@ from books.models import (
     SecondaryLogic,
     Visibility,
 )
-from lore_platform.errors import ValidationFailed
+from lore_platform.errors import DomainError, ValidationFailed
 from lore_platform.text import text_check
+from retrieval.engine.key_expressions import (
+    KEY_EXPRESSION_RULE,
+    KeyExpressionError,
+    key_expression_parse,
+)
 
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -179,6 +184,10 @@ def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefi
             cleaned[name] = _as_int(value, field, nullable=True)
         elif name == "secondary_logic":
             cleaned[name] = _as_choice(value, field, SecondaryLogic.values)
+        elif name == "key_expression":
+            text = _as_text(value, field)
+            # Kept as written (an error's position counts in it); blank means "not used".
+            cleaned[name] = text if text.strip() else ""
         elif name == "role":
             cleaned[name] = _as_choice(value, field, Role.values)
         elif name == "placement":
@@ -194,6 +203,41 @@ def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefi
     return cleaned
 
 
+class KeyExpressionRefused(DomainError):
+    """A key expression that cannot be used (K-1): it does not parse, or the book's profile has no key logic."""
+
+    status = 422
+    code = "invalid_key_expression"
+
+
+# Key logic is for the keyword profiles; the sillytavern profile keeps SillyTavern's own
+# secondary-key modes (fidelity), and smart reads keys as aliases.
+KEY_EXPRESSION_PROFILES = (Profile.CLASSIC, Profile.SERVER)
+
+
+def key_expression_check(profile: str, text: str, *, field: str = "key_expression") -> None:
+    """Refuse (422, K-1) an expression that does not parse, naming its position, or one on a profile without it."""
+    if profile not in KEY_EXPRESSION_PROFILES:
+        raise KeyExpressionRefused(
+            "Key expressions are for classic and server books (K-1); this book's profile is {profile}.",
+            values={"profile": profile},
+            field=field,
+            rule=KEY_EXPRESSION_RULE,
+        )
+    try:
+        key_expression_parse(text)
+    except KeyExpressionError as error:
+        near = text[error.position:error.position + 20].strip() or "the end"
+        raise KeyExpressionRefused(
+            "Key expression, position {position} (at {near}): {problem} (K-1).",
+            values={"position": error.position, "near": repr(near) if near != "the end" else near,
+                    "problem": error.message},
+            field=field,
+            rule=KEY_EXPRESSION_RULE,
+            details={"position": error.position, "problem": error.message},
+        ) from None
+
+
 def _entry_rules_check(book: Book, cleaned: Mapping[str, Any], *, prefix: str) -> None:
     for name in ("channels", "unresolved_channels"):
         if cleaned.get(name) and not (book.profile == Profile.SERVER and book.scope == Scope.PERSONA):
@@ -202,6 +246,8 @@ def _entry_rules_check(book: Book, cleaned: Mapping[str, Any], *, prefix: str) -
                             f"{prefix}{name}", "S-11")
             raise field_refusal("Per-entry channels belong to persona books; they exist only in server lorebooks (S-11).",
                         f"{prefix}{name}", "S-11")
+    if cleaned.get("key_expression"):
+        key_expression_check(book.profile, cleaned["key_expression"], field=f"{prefix}key_expression")
     if "content" in cleaned and book.profile == Profile.CLASSIC:
         report = decorators_read(cleaned["content"])
         if report.errors:

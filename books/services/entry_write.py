@@ -22,6 +22,7 @@ from books.services.positions import (
 from lore_platform.errors import NotFound, Term
 from lore_platform.etags import stamp_version, version_check
 from lore_platform.tenancy.actor import Actor
+from retrieval.engine.key_expressions import KeyExpressionError, key_expression_parse
 
 
 def entry_version(entry: Entry) -> str:
@@ -70,9 +71,9 @@ def entry_update(*, actor: Actor, entry: Entry, expected_version: object | None 
         return entry
     for name in changed:
         setattr(entry, name, cleaned[name])
-    if entry.regex_overruns and ({"keys", "secondary_keys"} & set(changed)):
+    if entry.regex_overruns and ({"keys", "secondary_keys", "key_expression"} & set(changed)):
         # Edited keys get a fresh chance; one that still overruns is flagged again by its next turn.
-        kept = set(entry.keys) | set(entry.secondary_keys)
+        kept = set(entry.keys) | set(entry.secondary_keys) | _expression_keys(entry.key_expression)
         entry.regex_overruns = {k: v for k, v in entry.regex_overruns.items() if k in kept}
         changed.append("regex_overruns")
     text_changed = versions._entry_stamp(entry)
@@ -93,6 +94,16 @@ def entry_update(*, actor: Actor, entry: Entry, expected_version: object | None 
         versions._entries_enabled_changed(book, [entry.pk])
     versions.book_version_bump(book)
     return entry
+
+
+def _expression_keys(text: str) -> set[str]:
+    """The keys (atoms) of a saved key expression (K-1); it was checked when saved."""
+    if not text.strip():
+        return set()
+    try:
+        return {atom.text for atom in key_expression_parse(text).atoms}
+    except KeyExpressionError:
+        return set()
 
 
 @transaction.atomic

@@ -52,6 +52,7 @@ def engine_entry(entry: Entry) -> ev.Entry:
         aliases=keys,
         # Unresolved legacy #channel names count as all channels until an admin saves a selection (S-13).
         channels=tuple(entry.channels) if not entry.unresolved_channels else (),
+        key_expression=entry.key_expression,
     )
 
 

@@ -146,6 +146,7 @@ def _entry(raw: object, where: str) -> Entry:
         placement=cast(Any, _choice(data, "placement", PLACEMENTS, where, "after_persona")),
         aliases=_strings(data, "aliases", where),
         channels=_strings(data, "channels", where),
+        key_expression=_get(data, "key_expression", str, where, ""),
     )
 
 

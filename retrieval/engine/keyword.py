@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from .decorators import ParsedContent, decorators_parse
+from .key_expressions import KeyExpression, KeyExpressionError, key_expression_parse
 from .matching import (
     KNOWN_TEXT_CHARS,
     CompileCache,
@@ -61,6 +62,8 @@ class CompiledEntry:
     role: Role
     probability: int
     warnings: tuple[str, ...]
+    # K-1: the parsed key expression; then ``primary`` holds its atoms' keys, in atom order.
+    expression: KeyExpression | None
     # placement tie-break, precomputed: entry id with digit runs as numbers
     id_key: tuple[tuple[int, int | str], ...]
 
@@ -201,19 +204,44 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
             case_sensitive = False if not classic else _first_bool(entry.case_sensitive, settings.case_sensitive)
             whole_words = _first_bool(entry.whole_words, settings.whole_words)
 
+            expression = None
+            if entry.key_expression.strip():
+                try:
+                    expression = key_expression_parse(entry.key_expression)
+                except KeyExpressionError as error:
+                    # Saved entries were checked; this is an import or an older engine's text.
+                    entry_warnings += (
+                        f"{entry.id}: key expression does not parse ({error}); its keys apply instead",
+                    )
+                    warnings.append(entry_warnings[-1])
             start = len(patterns)
-            patterns.extend(
-                KeyPattern(k, case_sensitive, whole_words, classic) for k in map(str.strip, entry.keys) if k
-            )
-            primary = tuple(range(start, len(patterns)))
-            start = len(patterns)
-            patterns.extend(
-                KeyPattern(k, case_sensitive, whole_words, classic) for k in map(str.strip, entry.secondary_keys) if k
-            )
-            secondary = tuple(range(start, len(patterns)))
-            key_entry.extend([index] * (len(primary) + len(secondary)))
-            key_primary.extend([True] * len(primary))
-            key_primary.extend([False] * len(secondary))
+            if expression is not None:
+                # The atoms join the one automaton like any key; a regex atom is a regex where keys
+                # are (classic), literal text in server (S-7); a quoted phrase is always literal.
+                patterns.extend(
+                    KeyPattern(atom.text, case_sensitive, whole_words, classic and atom.regex)
+                    for atom in expression.atoms
+                )
+                primary = tuple(range(start, len(patterns)))
+                secondary: tuple[int, ...] = ()
+                key_entry.extend([index] * len(primary))
+                # Only a key that can make the expression true "explains" a miss (never a NOT's).
+                key_primary.extend(i in expression.positive for i in range(len(primary)))
+            else:
+                patterns.extend(
+                    KeyPattern(k, case_sensitive, whole_words, classic) for k in map(str.strip, entry.keys) if k
+                )
+                primary = tuple(range(start, len(patterns)))
+                start = len(patterns)
+                patterns.extend(
+                    KeyPattern(k, case_sensitive, whole_words, classic)
+                    for k in map(str.strip, entry.secondary_keys)
+                    if k
+                )
+                secondary = tuple(range(start, len(patterns)))
+                key_entry.extend([index] * (len(primary) + len(secondary)))
+                key_primary.extend([True] * len(primary))
+                key_primary.extend([False] * len(secondary))
             probability = _first_int(parsed.probability, entry.probability, 100)
             compiled = CompiledEntry(
                 index=index,
@@ -231,6 +259,7 @@ def _compile(books: tuple[Book, ...], profile: KeywordProfile) -> CompiledBookSe
                 role=parsed.role or entry.role,
                 probability=probability,
                 warnings=entry_warnings,
+                expression=expression,
                 id_key=natural_id_key(entry.id),
             )
             entries.append(compiled)
@@ -375,6 +404,7 @@ class Evidence(NamedTuple):
     back: int | None = None  # messages back in the chat
     via: int | None = None  # entry index whose content held the key
     detail: str = ""
+    expression: bool = False  # K-1: ``detail`` explains a key expression (said when it activates too)
 
 
 _NO_MATCH = Evidence(False, False)
@@ -392,6 +422,8 @@ def entry_evidence(
     when no primary key is in the chat window.
     """
     depth = entry.depth
+    if entry.expression is not None:
+        return _expression_evidence(compiled, entry, entry.expression, chat, recursed)
     key: int | None = None
     back: int | None = None
     via: int | None = None
@@ -429,6 +461,48 @@ def entry_evidence(
     found = ", ".join(repr(compiled.key_text(k)) for k in present) or "none"
     detail = f"secondary logic {logic}: {len(present)} of {total} secondary keys present ({found})"
     return Evidence(True, ok, key, back, via, detail)
+
+
+def _expression_evidence(
+    compiled: CompiledBookSet,
+    entry: CompiledEntry,
+    expression: KeyExpression,
+    chat: Mapping[int, int],
+    recursed: Mapping[int, int] | None,
+) -> Evidence:
+    """K-1: the expression over the atoms found within the entry's scan depth (or in recursed lore).
+
+    An entry none of whose positive keys is present did not match at all (quiet, like a keyless
+    miss); one with a positive key present but the expression false is logged as its key logic
+    failing (``secondary_failed``), naming the keys present.
+    """
+    depth = entry.depth
+    atoms = entry.primary
+    present = [
+        chat.get(key, depth) < depth or (recursed is not None and key in recursed) for key in atoms
+    ]
+    key: int | None = None
+    back: int | None = None
+    via: int | None = None
+    nearest = depth
+    for atom in expression.positive:
+        said = chat.get(atoms[atom])
+        if said is not None and said < nearest:
+            key, nearest = atoms[atom], said
+    if key is not None:
+        back = nearest
+    elif recursed:
+        for atom in expression.positive:
+            if atoms[atom] in recursed:
+                key, via = atoms[atom], recursed[atoms[atom]]
+                break
+    if key is None:
+        return _NO_MATCH
+    ok = expression.evaluate(present.__getitem__)
+    found = ", ".join(repr(compiled.key_text(atoms[i])) for i, here in enumerate(present) if here)
+    verdict = "holds" if ok else "does not hold"
+    detail = f"key expression {expression.text} {verdict} (keys present: {found})"
+    return Evidence(True, ok, key, back, via, detail, expression=True)
 
 
 def probability_roll(seed: str, turn: int, entry_id: str) -> float:
@@ -472,13 +546,17 @@ class Trigger(NamedTuple):
 def trigger_of(evidence: Evidence, compiled: CompiledBookSet, chat: Sequence[Message]) -> Trigger:
     """The key and the message (or recursed entry) behind an evidence."""
     key_text = compiled.key_text(evidence.key) if evidence.key is not None else None
+    # A key expression that held is part of why the entry fired; one that failed is said by the caller.
+    why = f"; {evidence.detail}" if evidence.expression and evidence.secondary_ok else ""
     if evidence.back is not None:
         index = len(chat) - 1 - evidence.back
         speaker = chat[index].name or chat[index].role
-        return Trigger(detail=f"key {key_text!r} in message {index} ({speaker})", key=key_text, message=index)
+        return Trigger(detail=f"key {key_text!r} in message {index} ({speaker}){why}", key=key_text, message=index)
     if evidence.via is not None:
         source = compiled.entries[evidence.via].entry.id
         return Trigger(
-            detail=f"key {key_text!r} in the content of entry {source} (recursion)", key=key_text, via_entry=source
+            detail=f"key {key_text!r} in the content of entry {source} (recursion){why}",
+            key=key_text,
+            via_entry=source,
         )
     return Trigger(detail="")

@@ -21,6 +21,7 @@ from typing import Any
 
 import regex as _regex  # type: ignore[import-untyped]  # no stubs; used through one function
 
+from .key_expressions import KeyExpressionError, key_expression_parse
 from .values import Book, Selection
 
 # A sane key on a long chat takes well under a millisecond; these only stop runaway backtracking.
@@ -129,7 +130,9 @@ def overrun_entries(books: Sequence[Book], overruns: Mapping[str, str]) -> dict[
         return {}
     found: dict[tuple[str, str], dict[str, str]] = {}
     for book in books:
-        holders: list[tuple[str, tuple[str, ...]]] = [(e.id, e.keys + e.secondary_keys) for e in book.entries]
+        holders: list[tuple[str, tuple[str, ...]]] = [
+            (e.id, e.keys + e.secondary_keys + _expression_atoms(e.key_expression)) for e in book.entries
+        ]
         holders += [(str(w.uid), w.keys + w.secondary_keys) for w in book.world_info]
         for entry_id, keys in holders:
             for key in keys:
@@ -137,6 +140,16 @@ def overrun_entries(books: Sequence[Book], overruns: Mapping[str, str]) -> dict[
                 if reason is not None:
                     found.setdefault((book.id, entry_id), {})[key.strip()] = reason
     return found
+
+
+def _expression_atoms(text: str) -> tuple[str, ...]:
+    """A key expression's regex atoms are keys too (K-1); parsed only when a turn overran."""
+    if not text.strip():
+        return ()
+    try:
+        return tuple(atom.text for atom in key_expression_parse(text).atoms if atom.regex)
+    except KeyExpressionError:
+        return ()
 
 
 def selection_with_overruns(selection: Selection, flagged: Mapping[tuple[str, str], Mapping[str, str]]) -> Selection:

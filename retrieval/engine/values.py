@@ -88,6 +88,8 @@ class Entry:
     placement: Placement = "after_persona"
     aliases: tuple[str, ...] = ()
     channels: tuple[str, ...] = ()
+    # K-1: when set, decides key matching instead of keys + secondary logic (classic, server).
+    key_expression: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -92,7 +92,7 @@ def test_engine_loader_carries_every_lore_field_the_engine_reads() -> None:
         "title": "T", "content": "C", "keys": ["k"], "secondary_keys": ["s"], "secondary_logic": "not_all",
         "constant": True, "enabled": False, "order": 7, "priority": 3, "probability": 40, "scan_depth": 2,
         "case_sensitive": True, "whole_words": False, "role": "assistant", "placement": "before_persona",
-        "channels": ["c1"],
+        "channels": ["c1"], "key_expression": "a AND b",
     }
     engine_names = {f.name for f in fields(ev.Entry)} - set(ENGINE_DERIVED)
     assert engine_names == set(changed)

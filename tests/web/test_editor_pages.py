@@ -235,7 +235,7 @@ def test_classic_form_has_keys_and_activation_settings_and_saves_them(tenant_a):
     owner = signed_in(tenant_a.member)
     page = html(owner.get(f"/books/{book.pk}/entries/{entry.pk}"))
     assert form_fields(page) == {"title", "content", "keys", "secondary_keys", "secondary_logic", "selective",
-                                 "constant", "enabled", "order", "priority", "probability", "scan_depth",
+                                 "key_expression", "constant", "enabled", "order", "priority", "probability", "scan_depth",
                                  "case_sensitive", "whole_words", "role"}
     owner.post(f"/books/{book.pk}/entries/{entry.pk}", {
         "title": "Varn", "content": "@@scan_depth 2\n" + LORE, "keys": "varn, río\n/ciudad\\s+fluvial/i",
