@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('books', '0008_entry_indexing_state_disabled'),
+        ('books', '0009_book_trashed_at'),
     ]
 
     operations = [
