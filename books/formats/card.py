@@ -54,12 +54,12 @@ from books.formats.model import (
 )
 from books.formats.sillytavern import (
     EXTENSION_NAMES,
+    KEY_EXPRESSION_CARRIER,
     MAX_SCAN_DEPTH,
     ST_TO_EXTENSION,
     assign_uids,
     carried_book,
     carrier_for,
-    KEY_EXPRESSION_CARRIER,
     entry_from_st,
     key_expression_carried,
     key_expression_restored,
