@@ -484,7 +484,7 @@ def library_meaning_index_state(*, tag: str | None = None, language: str | None 
     return MeaningIndexState(indexed=min(indexed, total), total=total)
 
 
-def nearest_books_pgvector(vectors: QuerySet[BookVector], query: Vector, dimension: int) -> QuerySet[BookVector]:
+def nearest_books_pgvector(vectors: QuerySet[BookVector], query: Vector, dimension: int) -> QuerySet[Any]:
     """The pgvector statement: cosine distance with the cast the partial HNSW index was built on."""
     d = int(dimension)  # inlined: the cast and the index predicate need literals
     table = BookVector._meta.db_table
