@@ -15,11 +15,11 @@ from books.api.io_views import (
     ERRORS,
     MULTIPART_OVERHEAD,
     UploadView,
-    _download,
-    _parse,
-    _upload_bytes,
+    download,
+    upload_bytes,
 )
 from lore_platform.api.base import TenantAPIView
+from lore_platform.api.inputs import validated
 from lore_platform.errors import ValidationFailed
 
 
@@ -74,7 +74,7 @@ class TenantBackupView(TenantAPIView):
         if flag not in ("", "0", "1", "true", "false"):
             raise ValidationFailed("request_logs is 1 or 0.", field="request_logs", rule="I-6")
         payload = services.tenant_backup(actor=self.actor, request_logs=flag in ("1", "true"))
-        return _download(payload, exports.CONTENT_TYPES["native"], services.tenant_backup_filename(self.actor.tenant))
+        return download(payload, exports.CONTENT_TYPES["native"], services.tenant_backup_filename(self.actor.tenant))
 
 
 @extend_schema(tags=["import/export"])
@@ -89,6 +89,6 @@ class TenantRestoreView(UploadView):
         operation_id="backup_restore",
     )
     def post(self, request: Request) -> Response:
-        data = _parse(RestoreIn, request.data)
-        receipt = services.tenant_restore(actor=self.actor, data=_upload_bytes(data["file"], self.upload_cap()))
+        data = validated(RestoreIn, request.data)
+        receipt = services.tenant_restore(actor=self.actor, data=upload_bytes(data["file"], self.upload_cap()))
         return Response(FullRestoreReceiptOut(receipt).data, status=status.HTTP_201_CREATED)

@@ -36,6 +36,7 @@ from books.formats import EXPORT_FORMATS, current_limits
 from books.lineages import lineage_get
 from books.selectors import book_entry_count
 from lore_platform.api.base import TenantAPIView
+from lore_platform.api.inputs import validated
 from lore_platform.api.parsers import form_fields_check
 from lore_platform.errors import PayloadTooLarge
 
@@ -95,13 +96,7 @@ class IgnoreFormatParamNegotiation(DefaultContentNegotiation):
         return renderer, renderer.media_type
 
 
-def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
-def _upload_bytes(upload: UploadedFile, cap: int) -> bytes:
+def upload_bytes(upload: UploadedFile, cap: int) -> bytes:
     if upload.size is not None and upload.size > cap:
         raise PayloadTooLarge(
             f"the file is {upload.size:,} bytes; the largest accepted is {cap:,} bytes (I-3)",
@@ -119,8 +114,6 @@ def download(payload: bytes, content_type: str, filename: str) -> HttpResponse:
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
-
-_download = download  # the backup views' name for it
 
 
 class UploadView(TenantAPIView):
@@ -152,12 +145,12 @@ class BookImportView(UploadView):
         "`title`, else the file, else the file name; a name in use is refused (409, I-2).",
     )
     def post(self, request: Request) -> Response:
-        data = _parse(ImportNewIn, request.data)
+        data = validated(ImportNewIn, request.data)
         upload = data["file"]
         lineage = data.get("lineage")
         result = imports.book_import_new(
             actor=self.actor,
-            data=_upload_bytes(upload, self.upload_cap()),
+            data=upload_bytes(upload, self.upload_cap()),
             filename=upload.name,
             profile=data.get("profile") or self.actor.tenant.default_profile,
             title=data.get("title"),
@@ -181,12 +174,12 @@ class BookImportIntoView(UploadView):
     )
     def post(self, request: Request, book_id: int) -> Response:
         book = access_book(self.actor, book_id, need="edit")
-        data = _parse(ImportIntoIn, request.data)
+        data = validated(ImportIntoIn, request.data)
         upload = data["file"]
         result = imports.book_import_into(
             actor=self.actor,
             book=book,
-            data=_upload_bytes(upload, self.upload_cap()),
+            data=upload_bytes(upload, self.upload_cap()),
             filename=upload.name,
             mode=data["mode"],
         )
@@ -217,7 +210,7 @@ class BookExportView(TenantAPIView):
         "collection state: only the book's owner (admins for tenant-owned books). Server lorebooks: admins (S-1).",
     )
     def get(self, request: Request, book_id: int) -> HttpResponse:
-        params = _parse(ExportParams, request.query_params)
+        params = validated(ExportParams, request.query_params)
         book = access_book(self.actor, book_id)
         payload, content_type, filename = exports.book_export(actor=self.actor, book=book, to=params["format"])
         return download(payload, content_type, filename)

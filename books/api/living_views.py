@@ -10,9 +10,10 @@ from rest_framework.response import Response
 
 from books import living
 from books.access import access_book
-from books.api.views import ERRORS, READ_ERRORS, _parse
+from books.api.views import ERRORS, READ_ERRORS
 from books.models import LoreWrite
 from lore_platform.api.base import TenantAPIView
+from lore_platform.api.inputs import validated
 from lore_platform.api.pagination import Pagination, page_of
 from lore_platform.api.parsers import JSONBodyParser
 
@@ -65,7 +66,7 @@ class AiUpdatesView(TenantAPIView):
                    responses={200: LoreWritePageOut, **READ_ERRORS},
                    summary="AI updates: every write the model made into this book, newest first (L-4)")
     def get(self, request: Request, book_id: int) -> Response:
-        params = _parse(LoreWritesParams, request.query_params)
+        params = validated(LoreWritesParams, request.query_params)
         book = access_book(self.actor, book_id)
         rows = living.lore_writes_list(actor=self.actor, book=book, state=params.get("state"))
         paginator = Pagination()
@@ -84,7 +85,7 @@ class AiUpdateView(_WriteActionView):
     @extend_schema(tags=["living world"], request=LoreWriteEditIn, responses={200: LoreWriteOut, **ERRORS},
                    summary="Edit a held write before accepting it; the edits are kept (L-4)")
     def patch(self, request: Request, book_id: int, write_id: int) -> Response:
-        edits = _parse(LoreWriteEditIn, request.data)
+        edits = validated(LoreWriteEditIn, request.data)
         book = access_book(self.actor, book_id)
         return self._out(living.lore_write_edit(actor=self.actor, book=book, write_id=write_id, edits=edits))
 
@@ -101,7 +102,7 @@ class AiUpdateAcceptView(_WriteActionView):
     @extend_schema(tags=["living world"], request=LoreWriteEditIn, responses={200: LoreWriteOut, **ERRORS},
                    summary="Accept a held write, with optional edits (kept even when the accept is refused)")
     def post(self, request: Request, book_id: int, write_id: int) -> Response:
-        edits = _parse(LoreWriteEditIn, request.data or {})
+        edits = validated(LoreWriteEditIn, request.data or {})
         book = access_book(self.actor, book_id)
         return self._out(living.lore_write_accept(actor=self.actor, book=book, write_id=write_id, edits=edits))
 

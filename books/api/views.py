@@ -45,6 +45,7 @@ from books.models import Book, Entry
 from books.services.entry_write import entry_version
 from lore_platform.api.base import TenantViewSet
 from lore_platform.api.conditional import SCHEMA
+from lore_platform.api.inputs import validated
 from lore_platform.api.pagination import page_of
 from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.tenancy.actor import Actor
@@ -62,12 +63,6 @@ READ_ERRORS = {404: ERRORS[404]}
 READ_TAGGED = SCHEMA["read"]
 WRITE_TAGGED = SCHEMA["write"]
 TrashedBookPageOut = page_of(TrashedBookOut, "TrashedBookPageOut")
-
-
-def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 @extend_schema(tags=["books"])
@@ -90,7 +85,7 @@ class BookViewSet(TenantViewSet):
 
     @extend_schema(parameters=[BookListParams], responses=BookOut(many=True), summary="List books")
     def list(self, request: Request) -> Response:
-        params = _parse(BookListParams, request.query_params)
+        params = validated(BookListParams, request.query_params)
         lineage = params.pop("lineage", None)
         books = selectors.book_list(
             actor=self.actor,
@@ -103,7 +98,7 @@ class BookViewSet(TenantViewSet):
     @extend_schema(request=BookCreateIn, responses={201: BookOut, **ERRORS}, summary="Create a book",
                    parameters=SCHEMA["created"]["parameters"])
     def create(self, request: Request) -> Response:
-        data = _parse(BookCreateIn, request.data)
+        data = validated(BookCreateIn, request.data)
         data.setdefault("profile", self.actor.tenant.default_profile)
         book = services.book_create(actor=self.actor, **data)
         return self._out(book, status=status.HTTP_201_CREATED)
@@ -116,7 +111,7 @@ class BookViewSet(TenantViewSet):
     @extend_schema(request=BookUpdateIn, responses={200: BookOut, **ERRORS, **WRITE_TAGGED["responses"]},
                    summary="Change a book", parameters=WRITE_TAGGED["parameters"])
     def partial_update(self, request: Request, pk: str) -> Response:
-        data = _parse(BookUpdateIn, request.data)
+        data = validated(BookUpdateIn, request.data)
         book = access_book(self.actor, pk)
         expected = self.expected_version("book", book.pk)
         book = services.book_update(actor=self.actor, book=book, expected_version=expected, **data)
@@ -167,7 +162,7 @@ class BookViewSet(TenantViewSet):
     )
     @action(detail=True, methods=["post"])
     def active(self, request: Request, pk: str) -> Response:
-        data = _parse(BookActiveIn, request.data)
+        data = validated(BookActiveIn, request.data)
         book = services.book_set_active(actor=self.actor, book=access_book(self.actor, pk), active=data["active"])
         return self._out(book)
 
@@ -181,7 +176,7 @@ class BookViewSet(TenantViewSet):
     )
     @action(detail=True, methods=["get"], url_path="canon-meter")
     def canon_meter(self, request: Request, pk: str) -> Response:
-        params = _parse(CanonMeterParams, request.query_params)
+        params = validated(CanonMeterParams, request.query_params)
         meter = selectors.book_canon_meter(
             book=access_book(self.actor, pk),
             model_id=params["model"],
@@ -229,7 +224,7 @@ class EntryViewSet(TenantViewSet):
         summary="List entries (filters, sorts, warnings)",
     )
     def list(self, request: Request, book_id: str) -> Response:
-        params = _parse(EntryListParams, request.query_params)
+        params = validated(EntryListParams, request.query_params)
         model_id = params.pop("model", None)
         tokenizer = params.pop("tokenizer", None)
         entries = selectors.entry_list(book=self.book, **params)
@@ -240,7 +235,7 @@ class EntryViewSet(TenantViewSet):
     @extend_schema(request=EntryIn, responses={201: EntryOut, **ERRORS}, summary="Add an entry at the bottom",
                    parameters=SCHEMA["created"]["parameters"])
     def create(self, request: Request, book_id: str) -> Response:
-        data = _parse(EntryIn, request.data)
+        data = validated(EntryIn, request.data)
         entry = services.entry_create(actor=self.actor, book=self.book, **data)
         return self._entry_out(entry, status=status.HTTP_201_CREATED)
 
@@ -252,7 +247,7 @@ class EntryViewSet(TenantViewSet):
     @extend_schema(request=EntryIn, responses={200: EntryOut, **ERRORS, **WRITE_TAGGED["responses"]},
                    summary="Change an entry", parameters=WRITE_TAGGED["parameters"])
     def partial_update(self, request: Request, book_id: str, pk: str) -> Response:
-        data = _parse(EntryIn, request.data)
+        data = validated(EntryIn, request.data)
         entry = access_entry(self.actor, self.book, pk)
         expected = self.expected_version("entry", entry.pk)
         entry = services.entry_update(actor=self.actor, entry=entry, expected_version=expected, **data)
@@ -270,14 +265,14 @@ class EntryViewSet(TenantViewSet):
     )
     @action(detail=True, methods=["post"])
     def move(self, request: Request, book_id: str, pk: str) -> Response:
-        data = _parse(EntryMoveIn, request.data)
+        data = validated(EntryMoveIn, request.data)
         entry = services.entry_move(actor=self.actor, entry=access_entry(self.actor, self.book, pk), **data)
         return self._entry_out(entry)
 
     @extend_schema(request=EntriesReorderIn, responses={200: ReorderOut, **ERRORS}, summary="Reorder many entries")
     @action(detail=False, methods=["post"])
     def reorder(self, request: Request, book_id: str) -> Response:
-        data = _parse(EntriesReorderIn, request.data)
+        data = validated(EntriesReorderIn, request.data)
         order = services.entries_reorder(actor=self.actor, book=self.book, entry_ids=data["entry_ids"])
         version = selectors.book_version(self.book)
         return Response(ReorderOut({"entry_ids": order, "version": version}).data)
@@ -290,7 +285,7 @@ class EntryViewSet(TenantViewSet):
     )
     @action(detail=False, methods=["post"])
     def bulk(self, request: Request, book_id: str) -> Response:
-        data = _parse(EntriesBulkIn, request.data)
+        data = validated(EntriesBulkIn, request.data)
         if data["action"] == "delete":
             result = services.entries_bulk_delete(actor=self.actor, book=self.book, entry_ids=data["entry_ids"])
         else:
@@ -309,7 +304,7 @@ class EntryViewSet(TenantViewSet):
     )
     @action(detail=False, methods=["post"], url_path="bulk-create")
     def bulk_create(self, request: Request, book_id: str) -> Response:
-        data = _parse(EntriesBulkCreateIn, request.data)
+        data = validated(EntriesBulkCreateIn, request.data)
         created = services.entries_create_bulk(actor=self.actor, book=self.book, entries=data["entries"])
         notes = selectors.entries_notes(self.book, created)
         body = {

@@ -13,14 +13,14 @@ from books.services import versions
 from books.services.cleaning import (
     BOOK_CREATE_FIELDS,
     BOOK_EDITABLE_FIELDS,
-    _as_bool,
-    _as_choice,
-    _book_clean,
-    _book_rules_check,
-    _unknown_fields,
+    as_bool,
+    as_choice,
+    book_clean,
+    book_rules_check,
     field_refusal,
+    unknown_fields,
 )
-from books.services.positions import _book_lock
+from books.services.positions import book_lock
 from lore_platform.errors import Conflict, NotFound, PermissionDenied
 from lore_platform.etags import version_check
 from lore_platform.tenancy.actor import Actor
@@ -42,10 +42,10 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
     belong to the tenant and only admins create them (S-1)."""
     if not actor.can_write:
         raise PermissionDenied("This API key may only read.")
-    _unknown_fields(fields, BOOK_CREATE_FIELDS)
-    profile = _as_choice(profile, "profile", Profile.values)
+    unknown_fields(fields, BOOK_CREATE_FIELDS)
+    profile = as_choice(profile, "profile", Profile.values)
     default_scope = Scope.SERVER if profile == Profile.SERVER else Scope.PERSONAL
-    scope = _as_choice(fields.pop("scope", None) or default_scope, "scope", Scope.values)
+    scope = as_choice(fields.pop("scope", None) or default_scope, "scope", Scope.values)
     if profile == Profile.SERVER and scope == Scope.PERSONAL:
         raise field_refusal("Server lorebooks are server-wide or belong to a persona (S-2).", "scope", "S-2")
     lineage_value = fields.pop("lineage", None)
@@ -53,7 +53,7 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
         raise PermissionDenied("This API key acts for no user, so it cannot own a book.")
     if scope != Scope.PERSONAL and not actor.is_admin:
         raise PermissionDenied("Only tenant admins create server-wide and persona books (S-1).", rule="S-1")
-    cleaned = _book_clean({"title": title, **fields})
+    cleaned = book_clean({"title": title, **fields})
 
     book = Book(tenant=actor.tenant, profile=profile, scope=scope, **cleaned)
     if scope == Scope.PERSONAL:
@@ -73,7 +73,7 @@ def book_create(*, actor: Actor, title: str, profile: str = "classic", **fields:
     elif lineage_value is not None:
         raise field_refusal("Only persona books belong to a lineage (S-2).", "lineage", "S-2")
 
-    _book_rules_check(book)
+    book_rules_check(book)
     book.save()
     return book
 
@@ -85,16 +85,16 @@ def book_update(*, actor: Actor, book: Book, expected_version: object | None = N
     ``expected_version`` (the version the caller read; None = unconditional) is compared under the
     book's row lock: of two writers holding the same version only the first wins (412 for the other).
     """
-    book = _book_lock(actor, book)
+    book = book_lock(actor, book)
     version_check("book", book.pk, book.version, expected_version)
-    _unknown_fields(fields, BOOK_EDITABLE_FIELDS)
-    cleaned = _book_clean(fields)
+    unknown_fields(fields, BOOK_EDITABLE_FIELDS)
+    cleaned = book_clean(fields)
     changed = [name for name, value in cleaned.items() if getattr(book, name) != value]
     if not changed:
         return book
     for name in changed:
         setattr(book, name, cleaned[name])
-    _book_rules_check(book)
+    book_rules_check(book)
     book.save(update_fields=changed)
     versions.book_version_bump(book)
     return book
@@ -103,7 +103,7 @@ def book_update(*, actor: Actor, book: Book, expected_version: object | None = N
 @transaction.atomic
 def book_delete(*, actor: Actor, book: Book, expected_version: object | None = None) -> None:
     """Delete a book and its entries. A persona book goes too, though its lineage stays."""
-    book = _book_lock(actor, book)
+    book = book_lock(actor, book)
     version_check("book", book.pk, book.version, expected_version)
     Entry.objects.for_tenant(book.tenant).filter(book=book).delete()
     Book.objects.for_tenant(book.tenant).filter(pk=book.pk).delete()
@@ -116,8 +116,8 @@ def book_set_active(*, actor: Actor, book: Book, active: bool) -> Book:
     Entries' own ``enabled`` flags are never touched, so re-activating brings
     back exactly the entries that were enabled before.
     """
-    book = _book_lock(actor, book)
-    active = _as_bool(active, "active")
+    book = book_lock(actor, book)
+    active = as_bool(active, "active")
     if book.active != active:
         book.active = active
         book.save(update_fields=["active"])

@@ -11,14 +11,14 @@ from django.utils import timezone
 from books import limits
 from books.models import Book, Entry
 from books.services import versions
-from books.services.cleaning import _as_bool, _entry_clean, field_refusal
+from books.services.cleaning import as_bool, entry_clean, field_refusal
 from books.services.positions import (
-    _book_lock,
-    _book_order,
-    _entries_of,
-    _ids_clean,
-    _next_position,
-    _positions_write,
+    book_lock,
+    book_order,
+    entries_of,
+    ids_clean,
+    next_position,
+    positions_write,
 )
 from lore_platform.tenancy.actor import Actor
 
@@ -30,7 +30,7 @@ def entries_create_bulk(*, actor: Actor, book: Book, entries: list[dict[str, Any
     Every entry and every limit (batch size, the book's entry cap) is checked
     before the first write; errors name ``entries[i].<field>``.
     """
-    book = _book_lock(actor, book)
+    book = book_lock(actor, book)
     if not isinstance(entries, list):
         raise field_refusal("Send a list of entries.", "entries")
     limits.import_batch_check(len(entries))
@@ -38,12 +38,12 @@ def entries_create_bulk(*, actor: Actor, book: Book, entries: list[dict[str, Any
     for index, fields in enumerate(entries):
         if not isinstance(fields, Mapping):
             raise field_refusal("Each entry is a JSON object.", f"entries[{index}]")
-        cleaned.append(_entry_clean(book, fields, creating=True, prefix=f"entries[{index}]."))
+        cleaned.append(entry_clean(book, fields, creating=True, prefix=f"entries[{index}]."))
     if not cleaned:
         return []
     limits.entry_capacity_check(book, adding=len(cleaned))
 
-    start = _next_position(book)
+    start = next_position(book)
     now = timezone.now()
     rows = []
     for offset, values in enumerate(cleaned):
@@ -66,11 +66,11 @@ class BulkResult:
 @transaction.atomic
 def entries_bulk_set_enabled(*, actor: Actor, book: Book, entry_ids: list[int], enabled: bool) -> BulkResult:
     """Enable or disable up to 500 entries at once (W-6, W-12): all or nothing."""
-    book = _book_lock(actor, book)
+    book = book_lock(actor, book)
     limits.bulk_action_check(len(entry_ids) if isinstance(entry_ids, (list, tuple)) else 0)
-    ids = _ids_clean(entry_ids)
-    enabled = _as_bool(enabled, "enabled")
-    _entries_of(book, ids)
+    ids = ids_clean(entry_ids)
+    enabled = as_bool(enabled, "enabled")
+    entries_of(book, ids)
     flipping = Entry.objects.for_tenant(book.tenant).filter(book=book, pk__in=ids).exclude(enabled=enabled)
     flipped = list(flipping.values_list("pk", flat=True))
     changed = flipping.update(enabled=enabled, updated_at=timezone.now())
@@ -83,14 +83,14 @@ def entries_bulk_set_enabled(*, actor: Actor, book: Book, entry_ids: list[int], 
 @transaction.atomic
 def entries_bulk_delete(*, actor: Actor, book: Book, entry_ids: list[int]) -> BulkResult:
     """Delete up to 500 entries at once (W-12): all or nothing."""
-    book = _book_lock(actor, book)
+    book = book_lock(actor, book)
     limits.bulk_action_check(len(entry_ids) if isinstance(entry_ids, (list, tuple)) else 0)
-    ids = _ids_clean(entry_ids)
-    _entries_of(book, ids)
+    ids = ids_clean(entry_ids)
+    entries_of(book, ids)
     entries = Entry.objects.for_tenant(book.tenant).filter(book=book)
     limits.public_floor_check(book, remaining=entries.exclude(pk__in=ids).count(), field="entry_ids")
     deleted, _ = entries.filter(pk__in=ids).delete()
-    order = _book_order(book)
-    _positions_write(book, [pk for pk, _ in order], dict(order))
+    order = book_order(book)
+    positions_write(book, [pk for pk, _ in order], dict(order))
     versions.book_version_bump(book)
     return BulkResult(matched=len(ids), changed=deleted, version=book.version)

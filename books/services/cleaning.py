@@ -64,13 +64,13 @@ def _as_text(value: Any, field: str) -> str:
     return value
 
 
-def _as_bool(value: Any, field: str) -> bool:
+def as_bool(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise field_refusal("Must be true or false.", field)
     return value
 
 
-def _as_int(value: Any, field: str, *, nullable: bool = False) -> int | None:
+def as_int(value: Any, field: str, *, nullable: bool = False) -> int | None:
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -96,7 +96,7 @@ def _as_str_list(value: Any, field: str, *, dedupe: bool = False) -> list[str]:
     return items
 
 
-def _as_choice(value: Any, field: str, choices: Sequence[str]) -> str:
+def as_choice(value: Any, field: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise field_refusal("Must be one of {choices}.", field, values={"choices": ", ".join(choices)})
     return str(value)
@@ -109,13 +109,13 @@ def _as_dict(value: Any, field: str) -> dict[str, Any]:
     return value
 
 
-def _unknown_fields(fields: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
+def unknown_fields(fields: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
     unknown = sorted(set(fields) - set(allowed))
     if unknown:
         raise field_refusal("Unknown or read-only field {name}.", f"{prefix}{unknown[0]}", values={"name": repr(unknown[0])})
 
 
-def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
+def book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
     cleaned: dict[str, Any] = {}
     for name, value in fields.items():
         if name in ("title", "description", "language"):
@@ -125,9 +125,9 @@ def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
         elif name == "channels":
             cleaned[name] = _as_str_list(value, name, dedupe=True)
         elif name in ("scan_depth", "token_budget"):
-            cleaned[name] = _as_int(value, name, nullable=True)
+            cleaned[name] = as_int(value, name, nullable=True)
         elif name in ("recursive", "case_sensitive", "whole_words", "living_world", "living_world_review", "active"):
-            cleaned[name] = _as_bool(value, name)
+            cleaned[name] = as_bool(value, name)
         elif name == "extra":
             cleaned[name] = _as_dict(value, name)
         else:
@@ -136,7 +136,7 @@ def _book_clean(fields: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def _book_rules_check(book: Book) -> None:
+def book_rules_check(book: Book) -> None:
     """Rules that depend on the whole book (after the change is applied)."""
     if book.channels and not (book.profile == Profile.SERVER and book.scope == Scope.SERVER):
         raise field_refusal(
@@ -151,14 +151,14 @@ def _book_rules_check(book: Book) -> None:
             raise field_refusal("The living world needs a private book owned by a user (L-1).", "living_world", "L-1")
 
 
-def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefix: str = "") -> dict[str, Any]:
+def entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefix: str = "") -> dict[str, Any]:
     """Type-check, normalise and limit-check entry fields for ``book``'s profile."""
     allowed = ENTRY_EDITABLE_FIELDS | (ENTRY_CREATE_ONLY_FIELDS if creating else frozenset())
-    _unknown_fields(fields, allowed, prefix)
+    unknown_fields(fields, allowed, prefix)
     p = prefix
     cleaned: dict[str, Any] = {}
     if "canon" in fields:
-        canon = _as_bool(fields["canon"], f"{p}canon")
+        canon = as_bool(fields["canon"], f"{p}canon")
         if "constant" in fields and fields["constant"] != canon:
             raise field_refusal("`canon` and `constant` name the same flag; send one.", f"{p}canon")
         cleaned["constant"] = canon
@@ -175,23 +175,23 @@ def _entry_clean(book: Book, fields: Mapping[str, Any], *, creating: bool, prefi
         elif name in ("channels", "unresolved_channels"):
             cleaned[name] = _as_str_list(value, field, dedupe=True)
         elif name in ("selective", "constant", "enabled"):
-            cleaned[name] = _as_bool(value, field)
+            cleaned[name] = as_bool(value, field)
         elif name in ("case_sensitive", "whole_words"):
-            cleaned[name] = None if value is None else _as_bool(value, field)
+            cleaned[name] = None if value is None else as_bool(value, field)
         elif name in ("order", "priority"):
-            cleaned[name] = _as_int(value, field)
+            cleaned[name] = as_int(value, field)
         elif name in ("probability", "scan_depth"):
-            cleaned[name] = _as_int(value, field, nullable=True)
+            cleaned[name] = as_int(value, field, nullable=True)
         elif name == "secondary_logic":
-            cleaned[name] = _as_choice(value, field, SecondaryLogic.values)
+            cleaned[name] = as_choice(value, field, SecondaryLogic.values)
         elif name == "key_expression":
             text = _as_text(value, field)
             # Kept as written (an error's position counts in it); blank means "not used".
             cleaned[name] = text if text.strip() else ""
         elif name == "role":
-            cleaned[name] = _as_choice(value, field, Role.values)
+            cleaned[name] = as_choice(value, field, Role.values)
         elif name == "placement":
-            cleaned[name] = _as_choice(value, field, Placement.values)
+            cleaned[name] = as_choice(value, field, Placement.values)
         elif name == "extra":
             cleaned[name] = _as_dict(value, field)
     if creating:

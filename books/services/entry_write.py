@@ -10,14 +10,14 @@ from django.utils import timezone
 from books import limits
 from books.models import Book, Entry
 from books.services import versions
-from books.services.cleaning import _as_choice, _as_int, _entry_clean, field_refusal
+from books.services.cleaning import as_choice, as_int, entry_clean, field_refusal
 from books.services.positions import (
-    _book_lock,
-    _book_order,
-    _entries_of,
-    _ids_clean,
-    _next_position,
-    _positions_write,
+    book_lock,
+    book_order,
+    entries_of,
+    ids_clean,
+    next_position,
+    positions_write,
 )
 from lore_platform.errors import NotFound, Term
 from lore_platform.etags import stamp_version, version_check
@@ -33,12 +33,12 @@ def entry_version(entry: Entry) -> str:
 @transaction.atomic
 def entry_create(*, actor: Actor, book: Book, **fields: Any) -> Entry:
     """Add one entry at the bottom of the list."""
-    book = _book_lock(actor, book)
-    cleaned = _entry_clean(book, fields, creating=True)
+    book = book_lock(actor, book)
+    cleaned = entry_clean(book, fields, creating=True)
     limits.entry_capacity_check(book, adding=1)
     now = timezone.now()
     entry = Entry(
-        tenant=book.tenant, book=book, position=_next_position(book), created_at=now, updated_at=now, **cleaned
+        tenant=book.tenant, book=book, position=next_position(book), created_at=now, updated_at=now, **cleaned
     )
     versions._entry_stamp(entry)
     entry.save()
@@ -54,7 +54,7 @@ def entry_update(*, actor: Actor, entry: Entry, expected_version: object | None 
     ``expected_version`` is the ``entry_version`` the caller read (an API If-Match, the page form's
     hidden field; None = unconditional): a stale one is refused (412) before anything is written.
     """
-    book = _book_lock(actor, entry.book)
+    book = book_lock(actor, entry.book)
     try:
         entry = Entry.objects.for_tenant(book.tenant).select_for_update().get(pk=entry.pk, book=book)
     except Entry.DoesNotExist:  # deleted by a concurrent request after the view found it
@@ -62,7 +62,7 @@ def entry_update(*, actor: Actor, entry: Entry, expected_version: object | None 
     read_at = entry.updated_at
     version_check("entry", entry.pk, entry_version(entry), expected_version)
     entry.book = book
-    cleaned = _entry_clean(book, fields, creating=False)
+    cleaned = entry_clean(book, fields, creating=False)
     if "channels" in cleaned and entry.unresolved_channels:
         # An admin saved a channel selection: the legacy name is resolved.
         cleaned["unresolved_channels"] = []
@@ -108,7 +108,7 @@ def _expression_keys(text: str) -> set[str]:
 
 @transaction.atomic
 def entry_delete(*, actor: Actor, entry: Entry, expected_version: object | None = None) -> None:
-    book = _book_lock(actor, entry.book)
+    book = book_lock(actor, entry.book)
     entries = Entry.objects.for_tenant(book.tenant).filter(book=book)
     current = entries.filter(pk=entry.pk).values_list("updated_at", flat=True).first()
     if current is None:
@@ -116,8 +116,8 @@ def entry_delete(*, actor: Actor, entry: Entry, expected_version: object | None 
     version_check("entry", entry.pk, stamp_version(current), expected_version)
     limits.public_floor_check(book, remaining=entries.count() - 1, field="entry")
     entries.filter(pk=entry.pk).delete()
-    order = _book_order(book)
-    _positions_write(book, [pk for pk, _ in order], dict(order))
+    order = book_order(book)
+    positions_write(book, [pk for pk, _ in order], dict(order))
     versions.book_version_bump(book)
 
 
@@ -133,20 +133,20 @@ def entry_move(*, actor: Actor, entry: Entry, position: int | None = None, to: M
     if (position is None) == (to is None):
         raise field_refusal("Give either a position or top/bottom.", "position")
     if to is not None:
-        _as_choice(to, "to", ("top", "bottom"))
+        as_choice(to, "to", ("top", "bottom"))
     else:
-        position = _as_int(position, "position")
+        position = as_int(position, "position")
         if position is not None and position < 0:
             raise field_refusal("Positions start at 0.", "position")
-    book = _book_lock(actor, entry.book)
-    order = _book_order(book)
+    book = book_lock(actor, entry.book)
+    order = book_order(book)
     ids = [pk for pk, _ in order]
     if entry.pk not in ids:
         raise NotFound("No such entry.", field="entry")
     ids.remove(entry.pk)
     target = 0 if to == "top" else len(ids) if to == "bottom" else min(int(position or 0), len(ids))
     ids.insert(target, entry.pk)
-    if _positions_write(book, ids, dict(order)):
+    if positions_write(book, ids, dict(order)):
         versions.book_version_bump(book)
     entry.position = target
     return entry
@@ -160,17 +160,17 @@ def entries_reorder(*, actor: Actor, book: Book, entry_ids: list[int]) -> list[i
     whole list) is one call. Returns the book's full order of ids.
     """
     limits.count_check(len(entry_ids), limits.REORDER_IDS, field="entry_ids", what=Term("A reorder"))
-    ids = _ids_clean(entry_ids)
+    ids = ids_clean(entry_ids)
     if len(ids) != len(entry_ids):
         raise field_refusal("An entry is named twice.", "entry_ids")
-    book = _book_lock(actor, book)
-    _entries_of(book, ids)
-    order = _book_order(book)
+    book = book_lock(actor, book)
+    entries_of(book, ids)
+    order = book_order(book)
     full = [pk for pk, _ in order]
     named = set(ids)
     slots = [index for index, pk in enumerate(full) if pk in named]
     for slot, pk in zip(slots, ids):
         full[slot] = pk
-    if _positions_write(book, full, dict(order)):
+    if positions_write(book, full, dict(order)):
         versions.book_version_bump(book)
     return full

@@ -14,7 +14,7 @@ from lore_platform.tenancy.actor import Actor
 from lore_platform.tenancy.models import Tenant
 
 
-def _book_lock(actor: Actor, book: Book) -> Book:
+def book_lock(actor: Actor, book: Book) -> Book:
     """Re-read ``book`` locked for this transaction and check the actor may edit it.
 
     Server lorebooks also lock the tenant row: the server-wide entry limit is
@@ -26,14 +26,14 @@ def _book_lock(actor: Actor, book: Book) -> Book:
     return locked
 
 
-def _book_order(book: Book) -> list[tuple[int, int]]:
+def book_order(book: Book) -> list[tuple[int, int]]:
     """``(id, position)`` of the book's entries in list order."""
     return list(
         Entry.objects.for_tenant(book.tenant).filter(book=book).order_by("position", "id").values_list("id", "position")
     )
 
 
-def _positions_write(book: Book, ordered_ids: Sequence[int], current: Mapping[int, int]) -> int:
+def positions_write(book: Book, ordered_ids: Sequence[int], current: Mapping[int, int]) -> int:
     """Give ``ordered_ids`` positions 0..n-1, writing only rows that moved."""
     moved = [Entry(pk=pk, position=index) for index, pk in enumerate(ordered_ids) if current.get(pk) != index]
     if moved:
@@ -41,12 +41,12 @@ def _positions_write(book: Book, ordered_ids: Sequence[int], current: Mapping[in
     return len(moved)
 
 
-def _next_position(book: Book) -> int:
+def next_position(book: Book) -> int:
     top = Entry.objects.for_tenant(book.tenant).filter(book=book).aggregate(top=Max("position"))["top"]
     return 0 if top is None else top + 1
 
 
-def _ids_clean(entry_ids: Any, field: str = "entry_ids") -> list[int]:
+def ids_clean(entry_ids: Any, field: str = "entry_ids") -> list[int]:
     if not isinstance(entry_ids, (list, tuple)) or not entry_ids:
         raise field_refusal("Name at least one entry.", field)
     seen: list[int] = []
@@ -58,7 +58,7 @@ def _ids_clean(entry_ids: Any, field: str = "entry_ids") -> list[int]:
     return seen
 
 
-def _entries_of(book: Book, ids: Sequence[int], field: str = "entry_ids") -> list[int]:
+def entries_of(book: Book, ids: Sequence[int], field: str = "entry_ids") -> list[int]:
     """Check every id is an entry of ``book``; NotFound naming the strays otherwise."""
     found = set(Entry.objects.for_tenant(book.tenant).filter(book=book, pk__in=ids).values_list("pk", flat=True))
     missing = [pk for pk in ids if pk not in found]

@@ -19,7 +19,7 @@ from books import limits
 from books.access import book_can_read, book_edit_check
 from books.models import Book, Entry, Visibility
 from books.services import versions
-from books.services.positions import _book_lock
+from books.services.positions import book_lock
 from lore_platform.errors import NotFound
 from lore_platform.etags import version_check
 from lore_platform.tenancy.actor import Actor
@@ -45,7 +45,7 @@ def book_trash(*, actor: Actor, book: Book, now: datetime | None = None,
     The version is bumped first, while the book is still live, so caches and the
     layers above (library, vectors, compiled matchers) hear that it changed.
     """
-    locked = _book_lock(actor, book)
+    locked = book_lock(actor, book)
     version_check("book", locked.pk, locked.version, expected_version)
     versions.book_version_bump(locked)
     locked.trashed_at = now or timezone.now()

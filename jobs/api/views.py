@@ -24,18 +24,13 @@ from jobs.api.serializers import (
     job_out,
 )
 from lore_platform.api.base import TenantAPIView
+from lore_platform.api.inputs import validated
 from lore_platform.api.pagination import PageParams, Pagination, page_of
 from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.errors import PermissionDenied
 
 ERROR = OpenApiResponse(description='`{"error": {"code", "message", "field", "rule", "details"}}`')
 START_ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 422: ERROR, 429: ERROR}
-
-
-def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def _job_response(job: Any, code: int = status.HTTP_200_OK) -> Response:
@@ -67,7 +62,7 @@ class GenerateView(TenantAPIView):
         "`POST /jobs/{id}/accept`.",
     )
     def post(self, request: Request) -> Response:
-        data = _parse(GenerateIn, request.data)
+        data = validated(GenerateIn, request.data)
         job = services.job_generate_start(
             actor=self.actor, description=data["description"], language=data.get("language") or None,
             titles=data.get("titles"), book_id=data.get("book"),
@@ -86,7 +81,7 @@ class SplitView(TenantAPIView):
         description="With no model configured the deterministic splitter runs (`model: deterministic`).",
     )
     def post(self, request: Request) -> Response:
-        data = _parse(SplitIn, request.data)
+        data = validated(SplitIn, request.data)
         job = services.job_split_start(actor=self.actor, text=data["text"])
         job.refresh_from_db()
         return _job_response(job, status.HTTP_202_ACCEPTED)
@@ -129,7 +124,7 @@ class JobAcceptView(TenantAPIView):
         description="An import: every limit is checked first, all or nothing (I-3, W-12); the answer is its receipt.",
     )
     def post(self, request: Request, job_id: int) -> Response:
-        data = _parse(AcceptIn, request.data)
+        data = validated(AcceptIn, request.data)
         job = selectors.access_job(self.actor, job_id)
         receipt = services.job_accept(
             actor=self.actor, job=job, entries=data.get("entries"), book=data.get("book"),
@@ -157,6 +152,6 @@ class ModelSettingsView(TenantAPIView):
                    summary="Choose this tenant's model among the operator's endpoints (blank = inherit)")
     def put(self, request: Request) -> Response:
         self._admin_check()
-        data = _parse(ModelSettingsIn, request.data)
+        data = validated(ModelSettingsIn, request.data)
         services.model_settings_set(actor=self.actor, **data)
         return Response(selectors.model_settings_describe(self.actor.tenant))

@@ -25,6 +25,7 @@ from books.api.io_views import IgnoreFormatParamNegotiation, download
 from books.living import living_world_off_notice
 from books.models import Book
 from lore_platform.api.base import TenantAPIView
+from lore_platform.api.inputs import validated
 from lore_platform.api.pagination import PageParams, Pagination, page_of
 from lore_platform.api.parsers import JSONBodyParser
 from lore_platform.tenancy.permissions import request_actor
@@ -54,12 +55,6 @@ READ_ERRORS = {401: ERROR, 404: ERROR}
 WRITE_ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 422: ERROR}
 
 
-def _parse(serializer_class: Any, data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 class PublicAPIView(APIView):
     """Readable by anyone; an API key, when sent, must still be valid."""
 
@@ -87,7 +82,7 @@ class LibraryBookListView(PublicAPIView):
         "some) and `indexing: {indexed, total}`.",
     )
     def get(self, request: Request) -> Response:
-        params = _parse(LibraryParams, request.query_params)
+        params = validated(LibraryParams, request.query_params)
         q = (params.get("q") or "").strip()
         filters = {"tag": params.get("tag") or None, "language": params.get("language") or None}
         if q:
@@ -135,7 +130,7 @@ class LibraryBookView(PublicAPIView):
         operation_id="library_book_get",
     )
     def get(self, request: Request, book_id: int) -> Response:
-        params = _parse(LanguageParams, request.query_params)
+        params = validated(LanguageParams, request.query_params)
         return _book_page(selectors.library_book(book_id), params.get("lang"))
 
 
@@ -148,7 +143,7 @@ class LibraryEntriesView(PublicAPIView):
         operation_id="library_book_entries",
     )
     def get(self, request: Request, book_id: int) -> Response:
-        params = _parse(LanguageParams, request.query_params)
+        params = validated(LanguageParams, request.query_params)
         return _entries_page(self, request, selectors.library_book(book_id), params.get("lang"))
 
 
@@ -161,7 +156,7 @@ class LinkBookView(PublicAPIView):
         operation_id="library_link_book",
     )
     def get(self, request: Request, token: str) -> Response:
-        params = _parse(LanguageParams, request.query_params)
+        params = validated(LanguageParams, request.query_params)
         return _book_page(selectors.library_book_by_link(token), params.get("lang"))
 
 
@@ -174,7 +169,7 @@ class LinkEntriesView(PublicAPIView):
         operation_id="library_link_entries",
     )
     def get(self, request: Request, token: str) -> Response:
-        params = _parse(LanguageParams, request.query_params)
+        params = validated(LanguageParams, request.query_params)
         return _entries_page(self, request, selectors.library_book_by_link(token), params.get("lang"))
 
 
@@ -197,7 +192,7 @@ class SharedExportView(PublicAPIView):
     content_negotiation_class = IgnoreFormatParamNegotiation
 
     def _download(self, request: Request, **where: Any) -> HttpResponse:
-        params = _parse(SharedExportParams, request.query_params)
+        params = validated(SharedExportParams, request.query_params)
         payload, content_type, filename = selectors.shared_book_export(
             request_actor(request), params["format"], **where
         )
@@ -260,7 +255,7 @@ class CopyView(TenantAPIView):
         "ones by `link_token`.",
     )
     def post(self, request: Request) -> Response:
-        data = _parse(CopyIn, request.data)
+        data = validated(CopyIn, request.data)
         copy = services.book_copy(
             actor=self.actor, book_id=data.get("book_id"), link_token=data.get("link_token") or None
         )
@@ -295,7 +290,7 @@ class VisibilityView(TenantAPIView):
         "tenants' chats (W-9).",
     )
     def post(self, request: Request, book_id: int) -> Response:
-        data = _parse(VisibilityIn, request.data)
+        data = validated(VisibilityIn, request.data)
         book = access_book(self.actor, book_id)
         was_living = book.living_world
         services.book_visibility_set(actor=self.actor, book=book, visibility=data["visibility"])

@@ -427,7 +427,7 @@ def _entry_titles(answer: turns.TurnAnswer, ids: set[int]) -> dict[int, str]:
     return titles
 
 
-def _preview_rows(answer: turns.TurnAnswer) -> dict[str, Any]:
+def preview_rows(answer: turns.TurnAnswer) -> dict[str, Any]:
     log = answer.log_rows("full")
     injections = answer.injection_rows()
     ids = {r["entry"] for r in [*log, *injections] if isinstance(r.get("entry"), int)}
@@ -457,7 +457,7 @@ def book_preview(request: HttpRequest, book_id: int) -> HttpResponse:
             request_in = turns.TurnInput(messages=(ev.Message(role="user", text=data["message"]),),
                                          profile=data["profile"] or "", model_id=data["model"] or None, log="full")
             with refusal_on_form(form) as refused:
-                context.update(_preview_rows(turns.book_preview(actor=actor, book=book, request=request_in)))
+                context.update(preview_rows(turns.book_preview(actor=actor, book=book, request=request_in)))
             if refused:
                 status = 400
         else:

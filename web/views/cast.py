@@ -33,7 +33,7 @@ from web.selectors import (
     world_owners_with_attachments,
 )
 from web.session import actor_required, page_actor
-from web.views.books import _preview_rows
+from web.views.books import preview_rows
 from web.views.common import is_htmx, refusals_as_pages
 
 # What each page is called and where it lives: one table, three pages.
@@ -188,7 +188,7 @@ def owner_preview(request: HttpRequest, kind: str, owner_id: int) -> HttpRespons
             if refused:
                 status = 400
             else:
-                context.update(_preview_rows(answer))
+                context.update(preview_rows(answer))
         else:
             status = 400
     if is_htmx(request) and request.method == "POST":
