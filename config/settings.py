@@ -442,12 +442,16 @@ PASSWORD_RESET_TIMEOUT = _env_int("PASSWORD_RESET_TIMEOUT", 7200)
 INVITATIONS_PER_TENANT_PER_DAY = _env_int("INVITATIONS_PER_TENANT_PER_DAY", 50)
 # Behind n trusted reverse proxies, the client address is the n-th from the right of X-Forwarded-For.
 CLIENT_ADDRESS_PROXIES = _env_int("CLIENT_ADDRESS_PROXIES", 0)
-# Mail (invitations, sign-up confirmations): SMTP when EMAIL_HOST is set, else the console — the
-# links then appear in the server's log, which keeps the embedded default usable offline.
+# Mail (invitations, sign-up confirmations, password resets): SMTP when EMAIL_HOST is set. Without it
+# mail is written to files under the data folder, and the embedded default shows them at /mail to a
+# browser on this machine (web.views.accounts.mail_outbox), so sign-up works offline.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "") or (
-    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.filebased.EmailBackend"
 )
+EMAIL_FILE_PATH = str(DATA_DIR / "mail")
+# The local outbox page: only with file mail, in DEBUG (the embedded default), to loopback clients.
+MAIL_OUTBOX_PAGE = DEBUG and EMAIL_BACKEND.endswith("filebased.EmailBackend")
 EMAIL_PORT = _env_int("EMAIL_PORT", 587)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")

@@ -1,8 +1,12 @@
 """Reads the pages need that no other app offers yet (small, tenant-scoped)."""
 from __future__ import annotations
 
+import email
+from dataclasses import dataclass
 from datetime import datetime
+from email.policy import default as default_policy
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from django.db.models import Count, Q
@@ -147,3 +151,32 @@ def book_canon_meter_of(book: Book, model_id: str) -> CanonMeter | None:
     """The editor's canon meter, computed once per book version and model (every canon edit, move,
     enable or delete bumps the version), not on every page of the list."""
     return _canon_meter(book.tenant, book.pk, book.created_at, book.version, model_id)
+
+
+# --- the local outbox (the embedded default's mail, shown at /mail) ---------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutboxMessage:
+    sent: str
+    to: str
+    subject: str
+    body: str
+
+
+def mail_outbox(folder: str, *, limit: int = 20) -> list[OutboxMessage]:
+    """The newest messages Django's file mail backend wrote to ``folder`` (one file per connection, its
+    messages separated by a line of 79 dashes), newest first."""
+    found: list[OutboxMessage] = []
+    files = sorted(Path(folder).glob("*.log"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for path in files:
+        chunks = [c for c in path.read_bytes().split(b"\n" + b"-" * 79 + b"\n") if c.strip()]
+        for chunk in reversed(chunks):
+            message = email.message_from_bytes(chunk, policy=default_policy)
+            part = message.get_body(preferencelist=("plain",))
+            body = part.get_content() if part is not None else ""
+            found.append(OutboxMessage(sent=str(message.get("Date", "")), to=str(message.get("To", "")),
+                                       subject=str(message.get("Subject", "")), body=str(body)))
+            if len(found) >= limit:
+                return found
+    return found

@@ -9,6 +9,7 @@ urlpatterns = [
     path("login", accounts.SignInView.as_view(), name="web-login"),
     path("logout", LogoutView.as_view(), name="web-logout"),
     path("signup", accounts.signup, name="web-signup"),
+    path("mail", accounts.mail_outbox, name="web-mail"),
     path("password-reset", accounts.password_reset, name="web-password-reset"),
     path("password-reset/<uidb64>/<token>", accounts.PasswordResetSetView.as_view(),
          name="web-password-reset-confirm"),

@@ -2,13 +2,15 @@
 (issue 15, point 1; issue 26: accounts nobody else can take over, abuse limits)."""
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.tokens import default_token_generator
 from django.contrib.auth.views import LoginView, PasswordResetConfirmView
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.encoding import force_bytes
@@ -46,7 +48,7 @@ from web.forms import (
     WorkspaceForm,
 )
 from web.refusals import FORM_REFUSED_STATUS, form_page_status, refusal_on_form, refusal_text
-from web.selectors import api_keys_of
+from web.selectors import api_keys_of, mail_outbox as mail_outbox_read
 from web.session import actor_required, page_actor, tenant_switch
 from web.views.common import refusals_as_pages
 
@@ -132,7 +134,8 @@ def signup(request: HttpRequest) -> HttpResponse:
                     login_link=request.build_absolute_uri(reverse("web-login")),
                 )
             if not refused:
-                return render(request, "web/signup_sent.html", {"email": data["email"].strip().lower()})
+                return render(request, "web/signup_sent.html", {"email": data["email"].strip().lower(),
+                                                                "mail_outbox_page": settings.MAIL_OUTBOX_PAGE})
     return render(request, "web/signup.html", context, status=form_page_status(form))
 
 
@@ -162,7 +165,8 @@ def password_reset(request: HttpRequest) -> HttpResponse:
                 )
             if refused:
                 return render(request, "web/password_reset.html", {"form": form})
-        return render(request, "web/password_reset_sent.html", {"email": email})
+        return render(request, "web/password_reset_sent.html",
+                      {"email": email, "mail_outbox_page": settings.MAIL_OUTBOX_PAGE})
     return render(request, "web/password_reset.html", {"form": form})
 
 
@@ -362,3 +366,17 @@ def invitation_revoke_page(request: HttpRequest, invitation_id: int) -> HttpResp
     invitation_revoke(tenant=page_actor(request).tenant, invitation_id=invitation_id)
     messages.success(request, _("Invitation revoked."))
     return redirect("web-members")
+
+
+def mail_outbox(request: HttpRequest) -> HttpResponse:
+    """The embedded default's mail (sign-up confirmations, invitations, resets), for a browser on this
+    machine: without a mail server this is how the links reach the person who asked. Anywhere else
+    (real mail, DEBUG off, another machine's client) the page does not exist."""
+    address = limits.client_address(request)
+    try:
+        local = ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        local = False
+    if not getattr(settings, "MAIL_OUTBOX_PAGE", False) or not local:
+        raise Http404("No such page.")
+    return render(request, "web/mail.html", {"messages_sent": mail_outbox_read(settings.EMAIL_FILE_PATH)})
