@@ -126,13 +126,24 @@ def _fields(model: type[Model], columns: tuple[str, ...]) -> tuple[Field[Any, An
     return tuple(by_column[c] for c in columns)
 
 
-def _decoded(model: type[Model], columns: tuple[str, ...], row: Sequence[Any]) -> list[Any]:
-    """Column values as the model's fields read them (JSON arrives as text)."""
-    values = list(row)
+@functools.cache
+def _converters(vendor: str, model: type[Model], columns: tuple[str, ...]) -> tuple[tuple[int, Any, tuple[Any, ...]], ...]:
+    """What the ORM applies to each column it reads (the backend's converters, then the field's own), by position."""
+    found = []
     for index, field in enumerate(_fields(model, columns)):
-        decode = getattr(field, "from_db_value", None)
-        if decode is not None:
-            values[index] = decode(values[index], None, connection)
+        column = field.get_col(model._meta.db_table)
+        converters = (*connection.ops.get_db_converters(column), *field.get_db_converters(connection))
+        if converters:
+            found.append((index, column, converters))
+    return tuple(found)
+
+
+def _decoded(model: type[Model], columns: tuple[str, ...], row: Sequence[Any]) -> list[Any]:
+    """Column values as the ORM reads them (JSON arrives as text; SQLite's datetimes as naive UTC)."""
+    values = list(row)
+    for index, column, converters in _converters(connection.vendor, model, columns):
+        for convert in converters:
+            values[index] = convert(values[index], column, connection)
     return values
 
 
