@@ -12,6 +12,7 @@ import pytest
 from django.db import connections, transaction
 
 from cast.models import Chat, RequestLog
+from cast import turn_store
 from cast.turn_store import (
     CHAT_COLUMNS,
     LOG_COLUMNS,
@@ -125,6 +126,10 @@ def test_the_statements_name_every_column_of_their_tables():
     assert set(CHAT_COLUMNS) == {f.column for f in Chat._meta.concrete_fields}
     assert set(LOG_COLUMNS) == {f.column for f in RequestLog._meta.concrete_fields} - {"id"}
     assert (Chat._meta.db_table, RequestLog._meta.db_table) == ("cast_chat", "cast_requestlog")
+    # ... in the order the statements name them (values are passed in that order).
+    assert f"SELECT {', '.join(CHAT_COLUMNS)} FROM cast_chat" in " ".join(turn_store.CHAT_SELECT.split())
+    for statement in (turn_store.TURN_WRITE_POSTGRESQL, turn_store.LOG_INSERT_SQLITE):
+        assert f"INSERT INTO cast_requestlog ({', '.join(LOG_COLUMNS)})" in " ".join(statement.split())
 
 
 @pytest.mark.django_db(transaction=True)
