@@ -53,8 +53,9 @@ class _Lru(OrderedDict[Hashable, Any]):
         return found
 
 
-# SQL the ORM compiled for a turn's reads, by the values it was built with: compiling a query
-# costs ~3 times running it (measured: ~0.75 ms vs ~0.2 ms for the attachments join).
+# SQL the ORM compiled for the common turn's gathering, by the values it was built with: compiling
+# the query costs ~3 times running it (measured: ~0.75 ms vs ~0.2 ms for the attachments join).
+# (The chat's own row is read and written by cast/turn_store.py.)
 _statements = _Lru(4096)
 
 
@@ -83,35 +84,6 @@ def _from_row(model: type[Model], names: tuple[str, ...], row: tuple[Any, ...]) 
     for index, decode in _decoders(model, names):
         values[index] = decode(values[index], None, connection)
     return model.from_db(connection.alias, names, values)
-
-
-def _columns(model: type[Model]) -> tuple[str, ...]:
-    return tuple(f.attname for f in model._meta.concrete_fields)
-
-
-def chat_read(*, tenant: Tenant, chat_id: int) -> Chat | None:
-    """The chat row (its tenant is ``tenant``), read with a statement compiled once per chat."""
-    names = _columns(Chat)
-    rows = statement_rows(("chat", tenant.pk, chat_id),
-                          lambda: Chat.objects.for_tenant(tenant).filter(pk=chat_id).values_list(*names)[:1])
-    if not rows:
-        return None
-    chat = _from_row(Chat, names, rows[0])
-    chat.tenant = tenant
-    return chat
-
-
-def chat_state_lock(*, tenant: Tenant, chat_id: int) -> tuple[dict[str, Any], int] | None:
-    """Lock the chat row for this transaction; its (timed state, turns)."""
-    rows = statement_rows(
-        ("chat-lock", tenant.pk, chat_id),
-        lambda: Chat.objects.for_tenant(tenant).select_for_update().filter(pk=chat_id).values_list("timed_state",
-                                                                                                    "turns")[:1],
-    )
-    if not rows:
-        return None
-    state, turns = rows[0]
-    return Chat._meta.get_field("timed_state").from_db_value(state, None, connection) or {}, turns  # type: ignore[arg-type]
 
 
 def chat_get(*, actor: Actor, chat_id: int) -> Chat:

@@ -11,11 +11,15 @@ story or novel named in the call), ``chat_preview`` and ``book_preview``
 4. label group-chat lore with its character (W-8) and render the prompt
    template when asked (C-12, S-8).
 
-Only ``chat_turn`` writes, and this module is the only code that locks a
-chat: its timed state is read and written under the lock, then the request log
-(C-15) is stored and the usage count (W-11) is scheduled off the request path.
-For the smart profile the turn's last messages are embedded *before* the chat
-row is locked; inside the lock the message-embedding cache answers.
+Only ``chat_turn`` stores a turn. It reads its chat, gathers the chat's books, runs
+from the chat's timed state, then stores the new state, the turn counter and
+the request log (C-15) together, on the condition that no other turn of the
+chat landed meanwhile (``cast.turn_store``: a compare-and-swap, no lock held
+while the engine runs). When one did, nothing is stored and the turn runs
+again from the newer state, this time holding the chat until it is stored.
+The entries a turn injected are counted (W-11) off the request path. For the
+smart profile the turn's last messages are embedded once, before the first
+run.
 """
 from __future__ import annotations
 
@@ -23,15 +27,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from django.db import connection, transaction
-from django.db.models.sql import InsertQuery, UpdateQuery
-from django.utils import timezone
+from django.db import transaction
 
 from books.models import Book
 from books.services import entries_flag_regex_overruns
 from cast.living import LivingWorld, living_world_for
-from cast.models import Character, Chat, Novel, RequestLog, Story
-from cast.selectors import GatheredBook, Gathering, chat_books_gather, chat_read, chat_state_lock
+from cast.models import Character, Chat, Novel, Story
+from cast.selectors import GatheredBook, Gathering, chat_books_gather
+from cast.turn_store import (
+    ChatRow,
+    RequestLogRow,
+    TurnState,
+    chat_read,
+    turn_state_lock,
+    turn_write,
+)
 from cast.usage import request_usage_sweep_soon
 from lore_platform.errors import NotFound, ValidationFailed
 from lore_platform.tenancy.actor import Actor
@@ -400,90 +410,17 @@ def _usage_of(answer: TurnAnswer) -> dict[str, list[int]]:
     return {tenant: sorted(ids) for tenant, ids in usage.items()}
 
 
-def _chat_read(actor: Actor, chat_id: int) -> Chat:
-    # The tenant is the actor's (the filter says so), and gathering needs only the
-    # character's id: one table, no join.
-    chat = chat_read(tenant=actor.tenant, chat_id=chat_id)
-    if chat is None:
+def _chat_row(actor: Actor, chat_id: int) -> ChatRow:
+    row = chat_read(tenant=actor.tenant, chat_id=chat_id)
+    if row is None:
         raise NotFound("No such chat.", field="id")
-    return chat
+    return row
 
 
-# --- the turn's writes, as SQL the ORM compiled once ------------------------------------------
-# The ORM's update() and create() spend more time building the statement than the database
-# spends running it (measured ~0.3 and ~0.5 ms a turn); the values change every turn, the
-# statement never does.
-#
-# A turn starts from the chat as it was read and lands only if no other turn of that chat landed
-# in between: the UPDATE names the turn counter it read (only a turn writes the timed state, and
-# every turn counts itself). On PostgreSQL the UPDATE and the request log's INSERT are one
-# statement (``WITH ... INSERT``: both or neither), so a turn is three round trips (chat, books,
-# write) instead of eight (with BEGIN, the row lock, COMMIT and a health check). A turn that
-# finds its chat moved on runs again under the chat's lock, as every turn used to.
-
-_TURNS_READ = 2_147_000_001  # a value no chat reaches: marks the counter's place among the parameters
-_chat_writes: dict[tuple[int, int], tuple[str, tuple[Any, ...]]] = {}
-_log_insert: dict[str, tuple[str, tuple[Any, ...]]] = {}
-_turn_writes: dict[tuple[str, str], str] = {}
-
-
-def _chat_state_update(actor: Actor, chat_id: int) -> tuple[str, tuple[Any, ...]]:
-    """``UPDATE chat SET timed_state, turns WHERE <tenant> AND id AND turns = <read>`` (the tenant-scoped
-    manager's statement) and its fixed parameters (tenant, id); the counter read comes last."""
-    key = (actor.tenant.pk, chat_id)
-    compiled = _chat_writes.get(key)
-    if compiled is None:
-        query = Chat.objects.for_tenant(actor.tenant).filter(pk=chat_id).filter(turns=_TURNS_READ).query.chain(UpdateQuery)
-        query.add_update_values({"timed_state": {}, "turns": 0})  # type: ignore[attr-defined]  # an UpdateQuery
-        sql, params = query.get_compiler(connection.alias).as_sql()
-        if params[-1] != _TURNS_READ:
-            raise RuntimeError("the chat update's parameters are not in the expected order")
-        if len(_chat_writes) > 100_000:
-            _chat_writes.clear()
-        compiled = _chat_writes[key] = (sql, tuple(params[2:-1]))  # SET values first, then the filter's
-    return compiled
-
-
-def _request_log_statement() -> tuple[str, tuple[Any, ...]]:
-    """``INSERT INTO request log (...) VALUES (...)`` as ``RequestLog.objects.create()`` would run it,
-    returning the id where the database can, and its fields in parameter order."""
-    compiled = _log_insert.get(connection.vendor)
-    if compiled is None:
-        fields = tuple(f for f in RequestLog._meta.local_concrete_fields if f is not RequestLog._meta.pk)
-        query = InsertQuery(RequestLog)
-        query.insert_values(fields, [RequestLog(tenant_id=0, chat_id=0)])
-        compiler = query.get_compiler(connection.alias)
-        if connection.features.can_return_columns_from_insert:
-            compiler.returning_fields = [RequestLog._meta.pk]
-        [(sql, _)] = compiler.as_sql()
-        compiled = _log_insert[connection.vendor] = (sql, fields)
-    return compiled
-
-
-def _turn_write_statement(update_sql: str, insert_sql: str) -> str:
-    """PostgreSQL: the chat's update and the request log's insert as one statement; the log row is
-    inserted only when the update found the chat at the counter read. The same text for every chat."""
-    found = _turn_writes.get((update_sql, insert_sql))
-    if found is None:
-        head, values_marker, rest = insert_sql.partition(" VALUES (")
-        values, closing, returning = rest.rpartition(") RETURNING ")
-        if not (values_marker and closing):
-            raise RuntimeError("unexpected INSERT statement shape")
-        found = _turn_writes[(update_sql, insert_sql)] = (
-            f"WITH updated AS ({update_sql} RETURNING 1) {head} SELECT {values} FROM updated RETURNING {returning}"
-        )
-    return found
-
-
-def _turn_store(actor: Actor, chat: Chat, answer: TurnAnswer, *, request: TurnInput, turns_read: int) -> int | None:
-    """Write the turn: the chat's new timed state and counter, and its request log (C-15: full when
-    asked, else compact with the count of entries simply not matched). The log's id, or ``None``
-    (nothing written) when another turn of this chat landed since ``turns_read`` was read."""
+def _request_log_row(answer: TurnAnswer, request: TurnInput) -> RequestLogRow:
+    """The turn's request log (C-15): full when asked, else compact with the count of entries simply not matched."""
     summary = answer.request_log_summary
-    usage = _usage_of(answer)
-    log = RequestLog(
-        tenant=actor.tenant,
-        chat=chat,
+    return RequestLogRow(
         turn=answer.turn,
         profile=answer.profile,
         model_id=request.model_id or "",
@@ -493,33 +430,17 @@ def _turn_store(actor: Actor, chat: Chat, answer: TurnAnswer, *, request: TurnIn
         log_detail=answer.log,
         entries_considered=summary.entries,
         not_matched=summary.not_matched,
-        usage=usage,
-        # Nothing injected, nothing to count: the usage sweep never needs to read it.
-        usage_recorded_at=None if usage else timezone.now(),
+        usage=_usage_of(answer),
     )
-    insert_sql, fields = _request_log_statement()
-    log_values = [f.get_db_prep_save(getattr(log, f.attname), connection) for f in fields]
-    update_sql, where = _chat_state_update(actor, chat.pk)
-    state = Chat._meta.get_field("timed_state").get_db_prep_save(answer.timed_state, connection)
-    update_values = (state, turns_read + 1, *where, turns_read)
-    log_id: int | None = None
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_turn_write_statement(update_sql, insert_sql), (*update_values, *log_values))
-            row = cursor.fetchone()
-        log_id = None if row is None else int(row[0])
-    else:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(update_sql, update_values)
-            if cursor.rowcount == 1:
-                cursor.execute(insert_sql, log_values)
-                if connection.features.can_return_columns_from_insert:
-                    log_id = int(cursor.fetchone()[0])
-                else:
-                    log_id = int(connection.ops.last_insert_id(cursor, RequestLog._meta.db_table,
-                                                               RequestLog._meta.pk.column))  # type: ignore[arg-type]
-    if log_id is not None and usage:
-        # Counted off the request path, many turns at once (cast/usage.py).
+
+
+def _turn_store(actor: Actor, chat: Chat, answer: TurnAnswer, *, request: TurnInput, read: TurnState) -> int | None:
+    """Store the turn over the state it started from (``turn_store.turn_write``): the new request log's id,
+    or ``None``, nothing stored, when another turn of the chat landed first. Once stored, the entries it
+    injected are counted off the request path, many turns at once (W-11, ``cast/usage.py``)."""
+    log = _request_log_row(answer, request)
+    log_id = turn_write(tenant=actor.tenant, chat_id=chat.pk, read=read, timed_state=answer.timed_state, log=log)
+    if log_id is not None and log.usage:
         transaction.on_commit(request_usage_sweep_soon, robust=True)
     return log_id
 
@@ -533,30 +454,32 @@ def _turn_on(chat: Chat, gathering: Gathering, *, request: TurnInput, profile: s
 
 
 def chat_turn(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
-    """One turn of a stored chat (P-7): gather, run from the chat's state, persist.
+    """One turn of a stored chat (P-7): read the chat, gather its books, run from its state, store the turn.
 
-    The timed state, the turn counter and the request log are written together or not at all;
-    each turn of a chat starts from the state the previous one left.
+    The timed state, the turn counter and the request log are stored together or not at all, and
+    each turn starts from the state the previous one left: a turn whose chat moved on while it ran
+    (another turn of the chat landed first) stores nothing and runs again from the newer state.
     """
-    chat = _chat_read(actor, chat_id)
+    row = _chat_row(actor, chat_id)
+    chat = row.chat
     profile = _profile(actor, request.profile, chat)
     request = _chat_character(_chat_channel(request, chat), actor, chat, profile)
     gathering = chat_books_gather(chat, actor=actor, profile=profile)
-    meaning = _meaning_for(profile, gathering, request.messages)  # embeds before any lock
-    answer = _turn_on(chat, gathering, request=request, profile=profile, state=chat.timed_state or {},
+    meaning = _meaning_for(profile, gathering, request.messages)  # embedded once, for both runs if need be
+    answer = _turn_on(chat, gathering, request=request, profile=profile, state=row.state.timed_state,
                       meaning=meaning)
-    log_id = _turn_store(actor, chat, answer, request=request, turns_read=chat.turns)
+    log_id = _turn_store(actor, chat, answer, request=request, read=row.state)
     if log_id is None:
-        # Another turn of this chat landed first: this one runs again from its state, under the lock.
+        # Rare (a chat is one conversation): run again, this time holding the chat until the turn is stored.
         with transaction.atomic():
-            locked = chat_state_lock(tenant=actor.tenant, chat_id=chat.pk)
-            if locked is None:
+            state = turn_state_lock(tenant=actor.tenant, chat_id=chat.pk)
+            if state is None:
                 raise NotFound("No such chat.", field="id")
-            state, turns_done = locked
-            answer = _turn_on(chat, gathering, request=request, profile=profile, state=state, meaning=meaning)
-            log_id = _turn_store(actor, chat, answer, request=request, turns_read=turns_done)
+            answer = _turn_on(chat, gathering, request=request, profile=profile, state=state.timed_state,
+                              meaning=meaning)
+            log_id = _turn_store(actor, chat, answer, request=request, read=state)
             if log_id is None:
-                raise RuntimeError("a locked chat's turn counter moved")
+                raise RuntimeError("a held chat's turn counter moved")
     return replace(answer, request_log_id=log_id)
 
 
@@ -568,11 +491,12 @@ def living_world_tools(chat: Chat, gathering: Gathering, request: TurnInput, pro
 
 def chat_preview(*, actor: Actor, chat_id: int, request: TurnInput) -> TurnAnswer:
     """What a sample message would bring in this chat (W-10): the same selection, nothing written."""
-    chat = _chat_read(actor, chat_id)
+    row = _chat_row(actor, chat_id)
+    chat = row.chat
     profile = _profile(actor, request.profile, chat)
     request = _chat_character(_chat_channel(request, chat), actor, chat, profile)
     return turn_run(request=request, profile=profile, gathering=chat_books_gather(chat, actor=actor, profile=profile),
-                    state=chat.timed_state or {}, seed=f"chat-{chat.pk}", dry_run=True)
+                    state=row.state.timed_state, seed=f"chat-{chat.pk}", dry_run=True)
 
 
 def _transient_chat(actor: Actor, target: Mapping[str, int]) -> Chat:
